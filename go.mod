@@ -1,0 +1,12 @@
+module github.com/trl-project/trl
+
+go 1.26.8
+
+require (
+	github.com/creack/pty v1.1.24 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/rs/zerolog v1.35.1 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)

@@ -1,0 +1,89 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Handler is the method table as transports see it. Handle is called
+// concurrently from many goroutines.
+type Handler interface {
+	Handle(ctx context.Context, call *Call) (*Reply, error)
+}
+
+// Call is one request as the method table sees it: no bytes, no dialect.
+type Call struct {
+	Method string
+	Params json.RawMessage
+	// Actor names who asked, for the audit log: the socket peer's uid and
+	// pid, or an HTTP remote address.
+	Actor string
+}
+
+// Reply is a successful answer.
+type Reply struct {
+	Data any
+	// Follow, when set, runs after the response has been written and sends
+	// the request's notifications through emit until it is done or ctx
+	// ends. ctx ends when the client goes away; what Follow watches (a
+	// running command) goes on regardless.
+	Follow func(ctx context.Context, emit Emitter) error
+}
+
+// Emitter sends one notification to the client that made the request.
+type Emitter func(method string, params any) error
+
+// DecodeParams decodes a params object into dst strictly: unknown fields,
+// wrong types and trailing data are INVALID_PARAMS errors that name the
+// field. Absent params decode as an empty object.
+func DecodeParams(raw json.RawMessage, dst any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return paramsError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Errorf(CodeInvalidParams, "params: unexpected data after the object")
+	}
+	return nil
+}
+
+func paramsError(err error) *Error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			return Errorf(CodeInvalidParams, "params must be an object")
+		}
+		return Errorf(CodeInvalidParams, "params.%s must be %s, got %s", field, typeName(te.Type.Kind().String()), te.Value)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return Errorf(CodeInvalidParams, "unknown parameter %s; see the method's parameters in the README", f)
+	}
+	return Errorf(CodeInvalidParams, "params: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+func typeName(kind string) string {
+	switch kind {
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "map", "struct":
+		return "an object"
+	case "slice":
+		return "an array"
+	}
+	return fmt.Sprintf("of type %s", kind)
+}

@@ -1,0 +1,96 @@
+package protocol
+
+import "encoding/json"
+
+// Method names.
+const (
+	MethodSessionCreate  = "session.create"
+	MethodSessionList    = "session.list"
+	MethodSessionInfo    = "session.info"
+	MethodSessionDestroy = "session.destroy"
+	MethodExecRun        = "exec.run"
+	MethodExecStream     = "exec.stream"
+	MethodExecRead       = "exec.read"
+	MethodExecAttach     = "exec.attach"
+	MethodExecCancel     = "exec.cancel"
+	MethodSystemPing     = "system.ping"
+	MethodSystemStats    = "system.stats"
+
+	// Notifications the daemon sends.
+	NotifyExecOutput = "exec.output"
+	NotifyExecExit   = "exec.exit"
+)
+
+// SessionCreateParams are session.create's parameters. Zero values mean
+// the defaults SPEC §4 gives.
+type SessionCreateParams struct {
+	Shell      string            `json:"shell"`
+	Env        map[string]string `json:"env"`
+	WorkingDir string            `json:"working_dir"`
+	Name       string            `json:"name"`
+	TimeoutS   *float64          `json:"timeout_s"`
+	Rows       *int              `json:"rows"`
+	Cols       *int              `json:"cols"`
+}
+
+// SessionRef names a session by id or name.
+type SessionRef struct {
+	SessionID string `json:"session_id"`
+}
+
+// SessionDestroyParams are session.destroy's parameters.
+type SessionDestroyParams struct {
+	SessionID string `json:"session_id"`
+	Force     bool   `json:"force"`
+}
+
+// SessionInfo describes a session.
+type SessionInfo struct {
+	SessionID    string  `json:"session_id"`
+	Name         string  `json:"name"`
+	Shell        string  `json:"shell"`
+	WorkingDir   string  `json:"working_dir"`
+	State        string  `json:"state"`
+	CreatedAt    string  `json:"created_at"`
+	LastUsedAt   string  `json:"last_used_at"`
+	CommandsRun  int64   `json:"commands_run"`
+	PID          int     `json:"pid"`
+	TimeoutS     float64 `json:"timeout_s"`
+	Rows         int     `json:"rows"`
+	Cols         int     `json:"cols"`
+	ExitCode     *int    `json:"exit_code,omitempty"`
+}
+
+// ExecParams are the parameters of exec.run and exec.stream.
+type ExecParams struct {
+	SessionID      string            `json:"session_id"`
+	Command        *string           `json:"command"`
+	TimeoutS       *float64          `json:"timeout_s"`
+	Stdin          *string           `json:"stdin"`
+	Env            map[string]string `json:"env"`
+	MaxOutputBytes *int64            `json:"max_output_bytes"`
+	Check          bool              `json:"check"`
+}
+
+// ExecResult is exec.run's result.
+type ExecResult struct {
+	Stdout      string `json:"stdout"`
+	Stderr      string `json:"stderr"`
+	ExitCode    int    `json:"exit_code"`
+	DurationMS  int64  `json:"duration_ms"`
+	TimedOut    bool   `json:"timed_out"`
+	Canceled    bool   `json:"canceled"`
+	Truncated   bool   `json:"truncated"`
+	StdoutBytes int64  `json:"stdout_bytes"`
+	StderrBytes int64  `json:"stderr_bytes"`
+	Cwd         string `json:"cwd"`
+	// SessionExited is set when the command ended the session's shell.
+	SessionExited bool `json:"session_exited,omitempty"`
+}
+
+// ExecCancelParams are exec.cancel's parameters. Signal is a name such as
+// "SIGINT" or "TERM", or a number.
+type ExecCancelParams struct {
+	SessionID string          `json:"session_id"`
+	Signal    json.RawMessage `json:"signal"`
+}

@@ -1,0 +1,215 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Dialect is the envelope a request came in, and so the one its response
+// and notifications go out in.
+type Dialect int
+
+const (
+	// TRL is seed 001's envelope: {"id","method","params"} answered by
+	// {"id","ok","data"|"error"}.
+	TRL Dialect = iota
+	// JSONRPC is JSON-RPC 2.0, chosen by "jsonrpc":"2.0" in the request.
+	JSONRPC
+)
+
+// Request is one decoded request.
+type Request struct {
+	Dialect Dialect
+	// ID is the request's id exactly as the client wrote it (a JSON string
+	// or number), echoed back byte for byte; nil when the request had none.
+	ID     json.RawMessage
+	Method string
+	// Params is the raw params object; nil when absent or null.
+	Params json.RawMessage
+}
+
+// IsNotification reports whether the request expects no response: a
+// JSON-RPC 2.0 request without an id.
+func (r *Request) IsNotification() bool { return r.Dialect == JSONRPC && r.ID == nil }
+
+var null = json.RawMessage("null")
+
+// wireRequest is the union of both dialects' request fields.
+type wireRequest struct {
+	JSONRPC *json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage  `json:"id"`
+	Method  *json.RawMessage `json:"method"`
+	Params  json.RawMessage  `json:"params"`
+}
+
+// Decode parses one message. When the message is not a usable request it
+// returns a partial Request (dialect, and id when one could be read) with
+// the *Error to answer it with.
+func Decode(msg []byte) (*Request, *Error) {
+	req := &Request{Dialect: TRL}
+	msg = bytes.TrimSpace(msg)
+	if len(msg) == 0 || msg[0] != '{' {
+		if bytes.Contains(msg, []byte(`"jsonrpc"`)) {
+			req.Dialect = JSONRPC
+		}
+		return req, ParseError("message is not a JSON object; send one JSON object per request, e.g. {\"id\":1,\"method\":\"system.ping\"}")
+	}
+	var w wireRequest
+	if err := json.Unmarshal(msg, &w); err != nil {
+		if bytes.Contains(msg, []byte(`"jsonrpc"`)) {
+			req.Dialect = JSONRPC
+		}
+		return req, ParseError("message is not valid JSON: %v", err)
+	}
+	if w.JSONRPC != nil {
+		req.Dialect = JSONRPC
+		if string(*w.JSONRPC) != `"2.0"` {
+			return req, InvalidRequest(`"jsonrpc" must be "2.0", got %s`, clip(*w.JSONRPC))
+		}
+	}
+	switch {
+	case len(w.ID) == 0 || string(w.ID) == "null":
+		if req.Dialect == TRL {
+			req.ID = nil // answered with id null
+		}
+	case w.ID[0] == '"' || w.ID[0] == '-' || (w.ID[0] >= '0' && w.ID[0] <= '9'):
+		req.ID = w.ID
+	default:
+		return req, InvalidRequest(`"id" must be a string or a number, got %s`, clip(w.ID))
+	}
+	if w.Method == nil {
+		return req, InvalidRequest(`request has no "method"; e.g. {"id":1,"method":"system.ping"}`)
+	}
+	if err := json.Unmarshal(*w.Method, &req.Method); err != nil || req.Method == "" {
+		return req, InvalidRequest(`"method" must be a non-empty string, got %s`, clip(*w.Method))
+	}
+	if len(w.Params) > 0 && string(w.Params) != "null" {
+		if w.Params[0] != '{' {
+			return req, Errorf(CodeInvalidParams, `"params" must be a JSON object, got %s`, clip(w.Params))
+		}
+		req.Params = w.Params
+	}
+	return req, nil
+}
+
+// clip shortens raw JSON quoted in an error message.
+func clip(raw []byte) string {
+	const max = 64
+	if len(raw) > max {
+		return string(raw[:max]) + "…"
+	}
+	return string(raw)
+}
+
+// EncodeResult encodes a success response to req carrying data.
+func EncodeResult(req *Request, data any) ([]byte, error) {
+	body, err := marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(body) + 48)
+	if req.Dialect == JSONRPC {
+		b.WriteString(`{"jsonrpc":"2.0","id":`)
+		b.Write(idOrNull(req.ID))
+		b.WriteString(`,"result":`)
+	} else {
+		b.WriteString(`{"id":`)
+		b.Write(idOrNull(req.ID))
+		b.WriteString(`,"ok":true,"data":`)
+	}
+	b.Write(body)
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+// EncodeError encodes an error response to req (which may be a partial
+// request from Decode, whose id may be nil).
+func EncodeError(req *Request, e *Error) []byte {
+	var b bytes.Buffer
+	if req.Dialect == JSONRPC {
+		b.WriteString(`{"jsonrpc":"2.0","id":`)
+		b.Write(idOrNull(req.ID))
+		b.WriteString(`,"error":{"code":`)
+		b.Write(mustMarshal(e.rpcNumber()))
+		b.WriteString(`,"message":`)
+		b.Write(mustMarshal(e.Message))
+		b.WriteString(`,"data":`)
+		b.Write(rpcData(e))
+		b.WriteString("}}\n")
+		return b.Bytes()
+	}
+	b.WriteString(`{"id":`)
+	b.Write(idOrNull(req.ID))
+	b.WriteString(`,"ok":false,"error":`)
+	b.Write(mustMarshal(e))
+	b.WriteString("}\n")
+	return b.Bytes()
+}
+
+// rpcData is a JSON-RPC error's data: {"code":"SESSION_NOT_FOUND", ...}
+// with the fields of e.Data merged in when it is an object.
+func rpcData(e *Error) []byte {
+	code := mustMarshal(string(e.Code))
+	if e.Data == nil {
+		return append(append([]byte(`{"code":`), code...), '}')
+	}
+	extra := mustMarshal(e.Data)
+	if len(extra) > 2 && extra[0] == '{' {
+		out := append([]byte(`{"code":`), code...)
+		out = append(out, ',')
+		return append(out, extra[1:]...)
+	}
+	out := append([]byte(`{"code":`), code...)
+	out = append(out, `,"detail":`...)
+	out = append(out, extra...)
+	return append(out, '}')
+}
+
+// EncodeNotification encodes a server notification (no id) in dialect d.
+func EncodeNotification(d Dialect, method string, params any) ([]byte, error) {
+	body, err := marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(body) + len(method) + 48)
+	if d == JSONRPC {
+		b.WriteString(`{"jsonrpc":"2.0","method":`)
+	} else {
+		b.WriteString(`{"method":`)
+	}
+	b.Write(mustMarshal(method))
+	b.WriteString(`,"params":`)
+	b.Write(body)
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+func idOrNull(id json.RawMessage) []byte {
+	if id == nil {
+		return null
+	}
+	return id
+}
+
+// marshal encodes v without HTML escaping, so output bytes such as '<' and
+// '&' reach the client as themselves. Invalid UTF-8 in strings becomes
+// U+FFFD, as SPEC §3 asks.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+func mustMarshal(v any) []byte {
+	b, err := marshal(v)
+	if err != nil {
+		b, _ = marshal(err.Error())
+	}
+	return b
+}

@@ -1,0 +1,31 @@
+// Package session owns shells: each Session is one long-lived interactive
+// shell on its own pseudo-terminal, and the Manager keeps the live ones by
+// id and name.
+//
+// # How a command reaches the shell and comes back
+//
+// The shell is started interactive (so Ctrl-C semantics, job control and
+// syntax-error recovery are those a person at a terminal gets) but it does
+// not read its commands from the terminal. Its file descriptors are:
+//
+//	0  command pipe   the daemon writes one command line per command
+//	1  PTY slave      stdout of every command: programs see a terminal
+//	2  control pipe   the shell's own prompt, which we set to a record
+//	                  "\x1eTRL:<nonce>:<status>:<cwd>\x1f"
+//	3  PTY slave      stdin of commands (fd 0 is re-pointed here)
+//	4  stderr pipe    stderr of every command, kept apart from stdout
+//
+// A command is sent as `__trl_c='<text>'; __trl_run <&3 2>&4 3<&- 4>&-`:
+// the text runs through eval inside a function whose fds are the terminal
+// and the stderr pipe, with the command and control pipes out of reach.
+// Because the shell prints its prompt after every command line, including
+// one aborted by SIGINT or a syntax error, the next record on the control
+// pipe is the completion signal, carrying the exit status and the working
+// directory. Nothing the command prints can reach the control pipe, so
+// printing the record's text does not end a command early.
+//
+// When the record arrives the command's output is already in the kernel's
+// buffers (the PTY's line discipline is flushed by a reading master), so
+// the reader drains the PTY master and the stderr pipe to empty before it
+// reports completion: no sleeps, no polling.
+package session

@@ -1,0 +1,270 @@
+package session
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+)
+
+// DefaultName is the name of the session exec.* methods use when no
+// session_id is given.
+const DefaultName = "default"
+
+// Manager keeps the live sessions by id and by name.
+type Manager struct {
+	opts Options
+	log  zerolog.Logger
+
+	mu       sync.Mutex
+	byID     map[string]*Session
+	byName   map[string]*Session
+	pending  int // sessions being started, counted against the limit
+	names    map[string]bool
+	closed   bool
+	creating sync.Mutex // serialises creation of the default session
+}
+
+// NewManager returns an empty Manager.
+func NewManager(opts Options) *Manager {
+	return &Manager{
+		opts:   opts,
+		log:    opts.Logger,
+		byID:   map[string]*Session{},
+		byName: map[string]*Session{},
+		names:  map[string]bool{},
+	}
+}
+
+// Create validates cfg, starts a shell and registers the session.
+func (m *Manager) Create(cfg Config) (*Session, error) {
+	if err := normalize(&cfg); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrShuttingDown
+	}
+	if len(m.byID)+m.pending >= m.opts.maxSessions() {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d sessions are live (the --max-sessions limit); destroy one first", ErrLimit, m.opts.maxSessions())
+	}
+	if cfg.Name != "" {
+		if m.names[cfg.Name] {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%w: a live session is already named %q; pick another name or destroy it", ErrNameTaken, cfg.Name)
+		}
+		m.names[cfg.Name] = true
+	}
+	m.pending++
+	m.mu.Unlock()
+
+	s, err := start(newID("s-", 6), cfg, m.opts.BaseEnv, m.opts.startTimeout(), m.log)
+
+	m.mu.Lock()
+	m.pending--
+	if err != nil {
+		delete(m.names, cfg.Name)
+		m.mu.Unlock()
+		return nil, err
+	}
+	if m.closed {
+		m.mu.Unlock()
+		s.Close()
+		return nil, ErrShuttingDown
+	}
+	m.byID[s.id] = s
+	if cfg.Name != "" {
+		m.byName[cfg.Name] = s
+	}
+	m.mu.Unlock()
+	s.log.Info().Str("shell", cfg.Shell).Str("name", cfg.Name).Msg("session created")
+	return s, nil
+}
+
+// normalize applies defaults and checks cfg.
+func normalize(cfg *Config) error {
+	if cfg.Shell == "" {
+		cfg.Shell = "/bin/sh"
+	}
+	if strings.ContainsRune(cfg.Shell, 0) {
+		return fmt.Errorf("%w: shell contains a NUL byte", ErrInvalid)
+	}
+	if !strings.Contains(cfg.Shell, "/") {
+		p, err := exec.LookPath(cfg.Shell)
+		if err != nil {
+			return fmt.Errorf("%w: shell %q is not on PATH", ErrInvalid, cfg.Shell)
+		}
+		cfg.Shell = p
+	}
+	if fi, err := os.Stat(cfg.Shell); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: shell %q is not an executable file", ErrInvalid, cfg.Shell)
+	}
+	if cfg.WorkingDir == "" {
+		cfg.WorkingDir = "/tmp"
+	}
+	if strings.ContainsRune(cfg.WorkingDir, 0) {
+		return fmt.Errorf("%w: working_dir contains a NUL byte", ErrInvalid)
+	}
+	if !filepath.IsAbs(cfg.WorkingDir) {
+		return fmt.Errorf("%w: working_dir %q must be an absolute path", ErrInvalid, cfg.WorkingDir)
+	}
+	if fi, err := os.Stat(cfg.WorkingDir); err != nil {
+		return fmt.Errorf("%w: working_dir %q does not exist", ErrInvalid, cfg.WorkingDir)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%w: working_dir %q is not a directory", ErrInvalid, cfg.WorkingDir)
+	}
+	cfg.WorkingDir = filepath.Clean(cfg.WorkingDir)
+	if err := CheckEnv(cfg.Env); err != nil {
+		return err
+	}
+	if len(cfg.Name) > 128 || !utf8.ValidString(cfg.Name) || strings.ContainsFunc(cfg.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("%w: name must be at most 128 bytes of printable UTF-8", ErrInvalid)
+	}
+	if cfg.Timeout < 0 {
+		return fmt.Errorf("%w: timeout_s must not be negative", ErrInvalid)
+	}
+	if cfg.Rows == 0 {
+		cfg.Rows = 24
+	}
+	if cfg.Cols == 0 {
+		cfg.Cols = 80
+	}
+	if cfg.Rows < 1 || cfg.Rows > 1000 || cfg.Cols < 1 || cfg.Cols > 1000 {
+		return fmt.Errorf("%w: rows and cols must be between 1 and 1000", ErrInvalid)
+	}
+	return nil
+}
+
+// CheckEnv checks variable names and values: names are shell identifiers,
+// values hold no NUL byte.
+func CheckEnv(env map[string]string) error {
+	for k, v := range env {
+		if !isIdentifier(k) {
+			return fmt.Errorf("%w: env name %q is not a valid variable name (letters, digits and _, not starting with a digit)", ErrInvalid, k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return fmt.Errorf("%w: env %s's value contains a NUL byte", ErrInvalid, k)
+		}
+	}
+	return nil
+}
+
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Get finds a live session by id or, failing that, by name. Ids and names
+// are matched exactly, byte for byte.
+func (m *Manager) Get(ref string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.byID[ref]; ok {
+		return s, nil
+	}
+	if s, ok := m.byName[ref]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("%w: no session with id or name %q; session.list shows the live ones", ErrNotFound, ref)
+}
+
+// Default returns the session named "default", creating it with default
+// settings on first use.
+func (m *Manager) Default() (*Session, error) {
+	m.creating.Lock()
+	defer m.creating.Unlock()
+	if s, err := m.Get(DefaultName); err == nil {
+		return s, nil
+	}
+	return m.Create(Config{Name: DefaultName})
+}
+
+// List returns the live sessions, oldest first.
+func (m *Manager) List() []*Session {
+	m.mu.Lock()
+	out := make([]*Session, 0, len(m.byID))
+	for _, s := range m.byID {
+		out = append(out, s)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].created.Before(out[j].created) })
+	return out
+}
+
+// Len is the number of live sessions.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.byID)
+}
+
+// Destroy ends a session and every process it started. A busy session is
+// destroyed only with force.
+func (m *Manager) Destroy(ref string, force bool) (*Session, error) {
+	s, err := m.Get(ref)
+	if err != nil {
+		return nil, err
+	}
+	if !force && s.Info().State == StateBusy {
+		return nil, fmt.Errorf("%w: session %s is running a command; pass \"force\": true to destroy it anyway", ErrBusy, s.id)
+	}
+	m.mu.Lock()
+	if m.byID[s.id] != s {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: session %s is already being destroyed", ErrNotFound, s.id)
+	}
+	m.remove(s)
+	m.mu.Unlock()
+	s.Close()
+	s.log.Info().Msg("session destroyed")
+	return s, nil
+}
+
+// remove forgets s. Called with m.mu held.
+func (m *Manager) remove(s *Session) {
+	delete(m.byID, s.id)
+	if s.cfg.Name != "" {
+		delete(m.byName, s.cfg.Name)
+		delete(m.names, s.cfg.Name)
+	}
+}
+
+// CloseAll ends every session and refuses new ones.
+func (m *Manager) CloseAll() {
+	m.mu.Lock()
+	m.closed = true
+	all := make([]*Session, 0, len(m.byID))
+	for _, s := range m.byID {
+		all = append(all, s)
+		m.remove(s)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Close()
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,99 @@
+package session
+
+import (
+	"errors"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Errors the method table maps to wire codes.
+var (
+	ErrNotFound     = errors.New("session not found")
+	ErrBusy         = errors.New("session is busy")
+	ErrExited       = errors.New("session has exited")
+	ErrNameTaken    = errors.New("session name is taken")
+	ErrLimit        = errors.New("session limit reached")
+	ErrInvalid      = errors.New("invalid session parameters")
+	ErrStart        = errors.New("shell did not start")
+	ErrShuttingDown = errors.New("daemon is shutting down")
+)
+
+// Options configure a Manager. Zero values mean the documented defaults.
+type Options struct {
+	// MaxSessions caps live sessions; 0 means 256.
+	MaxSessions int
+	// BaseEnv is the environment every shell starts from (the daemon's,
+	// already stripped of trl's secrets by the caller); nil means empty.
+	BaseEnv []string
+	// StartTimeout bounds how long a shell may take to print its first
+	// prompt record; 0 means 10 s.
+	StartTimeout time.Duration
+	Logger       zerolog.Logger
+}
+
+func (o Options) maxSessions() int {
+	if o.MaxSessions <= 0 {
+		return 256
+	}
+	return o.MaxSessions
+}
+
+func (o Options) startTimeout() time.Duration {
+	if o.StartTimeout <= 0 {
+		return 10 * time.Second
+	}
+	return o.StartTimeout
+}
+
+// Config describes a session to create. Zero values mean: shell /bin/sh,
+// working dir /tmp, no name, no default timeout, 24 rows by 80 columns.
+type Config struct {
+	Shell      string
+	Env        map[string]string
+	WorkingDir string
+	Name       string
+	Timeout    time.Duration
+	Rows, Cols int
+}
+
+// Command is one command to run in a session.
+type Command struct {
+	Text string
+	// Env holds variables for this command only.
+	Env map[string]string
+	// Stdin, when non-nil, is fed to the command followed by end-of-file;
+	// when nil the command's stdin is the terminal.
+	Stdin *string
+}
+
+// Stream names an output stream.
+type Stream uint8
+
+const (
+	Stdout Stream = iota
+	Stderr
+)
+
+func (s Stream) String() string {
+	if s == Stderr {
+		return "stderr"
+	}
+	return "stdout"
+}
+
+// Sink receives a command's output in the order the kernel delivered it.
+// Output is never called concurrently for one command, must not block, and
+// must not keep p after it returns.
+type Sink interface {
+	Output(s Stream, p []byte)
+}
+
+// Status is how a command ended.
+type Status struct {
+	ExitCode int
+	// Cwd is the shell's working directory after the command.
+	Cwd string
+	// Exited is set when the shell itself ended during the command.
+	Exited bool
+}

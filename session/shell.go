@@ -1,0 +1,206 @@
+package session
+
+import (
+	"bytes"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// dialect is what differs between shells: how to start one interactive
+// without line editing or rc files, and how to set its prompt record.
+type dialect struct {
+	name string
+	args []string
+	// init is the first line sent; it must set the prompt record, whose
+	// first field is the sequence number of the last command line.
+	init func(nonce string) string
+	// seqVar is the assignment that sets that sequence number.
+	seqVar string
+	// source is set for shells that run each command by sourcing a file
+	// rather than through eval in a function: interactive bash announces
+	// background jobs ("[1] 1234") from eval but not from a sourced file,
+	// and a syntax error in a sourced file simply returns 2.
+	source bool
+}
+
+
+
+const (
+	recordStart = '\x1e'
+	recordEnd   = '\x1f'
+)
+
+func recordPrefix(nonce string) string { return string(recordStart) + "TRL:" + nonce + ":" }
+
+// common is the setup every dialect shares: the runner function and an
+// empty continuation prompt. __trl_c holds the command text.
+const common = `PS2=''; PS4='+ '; __trl_run() { eval "$__trl_c"; }; `
+
+var (
+	posixShell = dialect{
+		name:   "sh",
+		args:   []string{"-i"},
+		seqVar: "__trl_n=",
+		init: func(nonce string) string {
+			return common + `__trl_n=0; PS1='` + recordPrefix(nonce) + `$__trl_n:$?:$PWD` + string(recordEnd) + `'`
+		},
+	}
+	bashShell = dialect{
+		name:   "bash",
+		args:   []string{"--noediting", "--noprofile", "--norc", "-i"},
+		seqVar: "__trl_n=",
+		source: true,
+		init: func(nonce string) string {
+			return common + `unset PROMPT_COMMAND HISTFILE; PS0=''; __trl_n=0; ` +
+				`PS1='` + recordPrefix(nonce) + `$__trl_n:$?:$PWD` + string(recordEnd) + `'`
+		},
+	}
+	zshShell = dialect{
+		name:   "zsh",
+		args:   []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr"},
+		seqVar: "psvar[1]=",
+		init: func(nonce string) string {
+			return common + `unsetopt PROMPT_SUBST CHECK_JOBS CHECK_RUNNING_JOBS; setopt PROMPT_PERCENT; RPS1=''; RPS2=''; psvar=(0); ` +
+				`PS1='` + recordPrefix(nonce) + `%1v:%?:%d` + string(recordEnd) + `'`
+		},
+	}
+)
+
+// dialectFor picks the dialect from the shell binary's real name, so
+// /bin/sh is treated as whatever it links to.
+func dialectFor(path string) dialect {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = path
+	}
+	base := filepath.Base(real)
+	switch {
+	case strings.HasPrefix(base, "bash"):
+		return bashShell
+	case strings.HasPrefix(base, "zsh"):
+		return zshShell
+	}
+	return posixShell
+}
+
+// quote returns s as one single-quoted shell word.
+func quote(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('\'')
+	for {
+		i := strings.IndexByte(s, '\'')
+		if i < 0 {
+			break
+		}
+		b.WriteString(s[:i])
+		b.WriteString(`'\''`)
+		s = s[i+1:]
+	}
+	b.WriteString(s)
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// commandLine builds the line that runs c: its text is either inlined
+// for eval or, for source dialects, read from cmdFile. Env assignments
+// prefix the call, so every shell scopes them to this command and exports
+// them to its processes. stdinPath, when set, replaces the terminal as the
+// command's stdin.
+func (d dialect) commandLine(seq int64, c Command, cmdFile, stdinPath string) []byte {
+	var b bytes.Buffer
+	b.Grow(len(c.Text) + 128)
+	b.WriteString(d.seqVar)
+	b.WriteString(strconv.FormatInt(seq, 10))
+	b.WriteString("; ")
+	if !d.source {
+		b.WriteString("__trl_c=")
+		b.WriteString(quote(c.Text))
+		b.WriteString("; ")
+	}
+	for _, kv := range sortedEnv(c.Env) {
+		b.WriteString(kv[0])
+		b.WriteByte('=')
+		b.WriteString(quote(kv[1]))
+		b.WriteByte(' ')
+	}
+	if d.source {
+		b.WriteString(". ")
+		b.WriteString(quote(cmdFile))
+		b.WriteByte(' ')
+	} else {
+		b.WriteString("__trl_run ")
+	}
+	if stdinPath != "" {
+		b.WriteString("<")
+		b.WriteString(quote(stdinPath))
+	} else {
+		b.WriteString("<&3")
+	}
+	b.WriteString(" 2>&4 3<&- 4>&-\n")
+	return b.Bytes()
+}
+
+// record is one parsed prompt record.
+type record struct {
+	seq    int64
+	status int
+	cwd    string
+}
+
+// recordParser finds prompt records in the control pipe's bytes. Anything
+// else the shell writes there (job notices, its own complaints) is
+// returned as noise for the log.
+type recordParser struct {
+	prefix []byte
+	buf    []byte
+}
+
+// feed appends p and returns the complete records found and any noise.
+func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
+	rp.buf = append(rp.buf, p...)
+	for {
+		i := bytes.Index(rp.buf, rp.prefix)
+		if i < 0 {
+			// Keep a tail that could be the start of a prefix.
+			keep := len(rp.prefix) - 1
+			if len(rp.buf) > keep {
+				noise = append(noise, rp.buf[:len(rp.buf)-keep]...)
+				rp.buf = append(rp.buf[:0], rp.buf[len(rp.buf)-keep:]...)
+			}
+			return recs, noise
+		}
+		noise = append(noise, rp.buf[:i]...)
+		rest := rp.buf[i+len(rp.prefix):]
+		j := bytes.IndexByte(rest, recordEnd)
+		if j < 0 {
+			rp.buf = append(rp.buf[:0], rp.buf[i:]...)
+			return recs, noise
+		}
+		body := string(rest[:j])
+		rp.buf = append(rp.buf[:0], rest[j+1:]...)
+		seq, rest2, _ := strings.Cut(body, ":")
+		status, cwd, _ := strings.Cut(rest2, ":")
+		r := record{cwd: cwd}
+		var err error
+		if r.seq, err = strconv.ParseInt(seq, 10, 64); err != nil {
+			r.seq = -2 // matches no command
+		}
+		if r.status, err = strconv.Atoi(status); err != nil {
+			r.status = -1
+		}
+		recs = append(recs, r)
+	}
+}
+
+// sortedEnv returns env's pairs sorted by name, for a stable command line.
+func sortedEnv(env map[string]string) [][2]string {
+	out := make([][2]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, [2]string{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
