@@ -46,19 +46,19 @@ type SessionDestroyParams struct {
 
 // SessionInfo describes a session.
 type SessionInfo struct {
-	SessionID    string  `json:"session_id"`
-	Name         string  `json:"name"`
-	Shell        string  `json:"shell"`
-	WorkingDir   string  `json:"working_dir"`
-	State        string  `json:"state"`
-	CreatedAt    string  `json:"created_at"`
-	LastUsedAt   string  `json:"last_used_at"`
-	CommandsRun  int64   `json:"commands_run"`
-	PID          int     `json:"pid"`
-	TimeoutS     float64 `json:"timeout_s"`
-	Rows         int     `json:"rows"`
-	Cols         int     `json:"cols"`
-	ExitCode     *int    `json:"exit_code,omitempty"`
+	SessionID   string  `json:"session_id"`
+	Name        string  `json:"name"`
+	Shell       string  `json:"shell"`
+	WorkingDir  string  `json:"working_dir"`
+	State       string  `json:"state"`
+	CreatedAt   string  `json:"created_at"`
+	LastUsedAt  string  `json:"last_used_at"`
+	CommandsRun int64   `json:"commands_run"`
+	PID         int     `json:"pid"`
+	TimeoutS    float64 `json:"timeout_s"`
+	Rows        int     `json:"rows"`
+	Cols        int     `json:"cols"`
+	ExitCode    *int    `json:"exit_code,omitempty"`
 }
 
 // ExecParams are the parameters of exec.run and exec.stream.

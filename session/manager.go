@@ -33,6 +33,7 @@ type Manager struct {
 
 // NewManager returns an empty Manager.
 func NewManager(opts Options) *Manager {
+	sealInheritedFDs()
 	return &Manager{
 		opts:   opts,
 		log:    opts.Logger,
@@ -66,7 +67,7 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	m.pending++
 	m.mu.Unlock()
 
-	s, err := start(newID("s-", 6), cfg, m.opts.BaseEnv, m.opts.startTimeout(), m.log)
+	s, err := start(NewID("s-", 6), cfg, m.opts.BaseEnv, m.opts.startTimeout(), m.log)
 
 	m.mu.Lock()
 	m.pending--

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -75,4 +76,26 @@ func readStat(pid int) (procStat, bool) {
 	st.pgrp, _ = strconv.Atoi(string(f[2]))
 	st.sid, _ = strconv.Atoi(string(f[3]))
 	return st, true
+}
+
+var sealOnce sync.Once
+
+// sealInheritedFDs marks every fd above stderr close-on-exec. Go opens its
+// own fds that way, but fds inherited from whatever started the daemon are
+// not, and os.StartProcess would pass them on to every shell and so to
+// every command.
+func sealInheritedFDs() {
+	sealOnce.Do(func() {
+		d, err := os.Open("/proc/self/fd")
+		if err != nil {
+			return
+		}
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, name := range names {
+			if fd, err := strconv.Atoi(name); err == nil && fd > 2 {
+				unix.CloseOnExec(fd)
+			}
+		}
+	})
 }

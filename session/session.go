@@ -66,14 +66,14 @@ type Session struct {
 
 // Job is one command running in a session.
 type Job struct {
-	seq    int64
-	sink   Sink
-	stdin  string // stdin file to remove afterwards
+	seq   int64
+	sink  Sink
+	stdin string // stdin file to remove afterwards
 	// interrupted is set once Signal has hit the shell or the command;
 	// guarded by Session.mu.
 	interrupted bool
-	done   chan struct{}
-	status Status
+	done        chan struct{}
+	status      Status
 }
 
 // Done is closed when the command has ended and all its output has been
@@ -83,7 +83,7 @@ func (j *Job) Done() <-chan struct{} { return j.done }
 // Status is valid once Done is closed.
 func (j *Job) Status() Status { return j.status }
 
-func newID(prefix string, n int) string {
+func NewID(prefix string, n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand does not fail on Linux
@@ -97,7 +97,7 @@ func start(id string, cfg Config, baseEnv []string, startTimeout time.Duration, 
 		id:      id,
 		cfg:     cfg,
 		dialect: dialectFor(cfg.Shell),
-		nonce:   newID("", 8),
+		nonce:   NewID("", 8),
 		created: time.Now().UTC(),
 		log:     log.With().Str("session", id).Logger(),
 		state:   StateIdle,

@@ -25,8 +25,6 @@ type dialect struct {
 	source bool
 }
 
-
-
 const (
 	recordStart = '\x1e'
 	recordEnd   = '\x1f'

@@ -1,0 +1,191 @@
+package exec
+
+import (
+	"sync"
+	"unicode/utf8"
+
+	"github.com/trl-project/trl/session"
+)
+
+// DefaultMaxOutput is exec.run's default cap on stdout+stderr together.
+const DefaultMaxOutput = 512 << 10
+
+// Collector keeps a command's output for a buffered result within a byte
+// budget shared by stdout and stderr: the first half of the budget holds
+// the head of the output in arrival order, and each stream keeps a ring of
+// its most recent bytes for the tail. Memory stays under 1.5× the budget
+// however much the command prints.
+type Collector struct {
+	mu      sync.Mutex
+	max     int
+	headCap int
+	headLen int
+	streams [2]collected
+}
+
+type collected struct {
+	head    []byte
+	tail    ring
+	total   int64
+	dropped bool
+}
+
+// NewCollector returns a Collector with budget max bytes (≤0: default).
+func NewCollector(max int) *Collector {
+	if max <= 0 {
+		max = DefaultMaxOutput
+	}
+	c := &Collector{max: max, headCap: max / 2}
+	for i := range c.streams {
+		c.streams[i].tail.cap = max - c.headCap
+	}
+	return c
+}
+
+// Output implements session.Sink.
+func (c *Collector) Output(s session.Stream, p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &c.streams[s]
+	st.total += int64(len(p))
+	if room := c.headCap - c.headLen; room > 0 {
+		n := min(room, len(p))
+		st.head = append(st.head, p[:n]...)
+		c.headLen += n
+		p = p[n:]
+	}
+	if len(p) > 0 {
+		if st.tail.write(p) {
+			st.dropped = true
+		}
+	}
+}
+
+// Output is what a Collector kept.
+type Output struct {
+	Stdout, Stderr           []byte
+	StdoutBytes, StderrBytes int64
+	Truncated                bool
+}
+
+// Result assembles the kept output: whole streams when nothing was
+// dropped, otherwise each stream's head and as much of its tail as the
+// budget allows, cut on UTF-8 character boundaries.
+func (c *Collector) Result() Output {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := Output{StdoutBytes: c.streams[0].total, StderrBytes: c.streams[1].total}
+	room := c.max - c.headLen
+	tails := [2][]byte{c.streams[0].tail.bytes(), c.streams[1].tail.bytes()}
+	// Share the room left after the heads between the tails: each gets
+	// half, and what one does not need goes to the other.
+	keep := [2]int{len(tails[0]), len(tails[1])}
+	if keep[0]+keep[1] > room {
+		half := room / 2
+		switch {
+		case keep[0] <= half:
+			keep[1] = room - keep[0]
+		case keep[1] <= half:
+			keep[0] = room - keep[1]
+		default:
+			keep[0], keep[1] = half, room-half
+		}
+	}
+	var parts [2][]byte
+	for i := range c.streams {
+		st := &c.streams[i]
+		t := tails[i][len(tails[i])-keep[i]:]
+		cut := st.dropped || keep[i] < len(tails[i])
+		if !cut {
+			parts[i] = append(st.head, t...)
+			continue
+		}
+		out.Truncated = true
+		parts[i] = append(trimIncompleteEnd(st.head), trimIncompleteStart(t)...)
+	}
+	out.Stdout, out.Stderr = parts[0], parts[1]
+	return out
+}
+
+// ring keeps the last cap bytes written to it.
+type ring struct {
+	cap  int
+	buf  []byte
+	next int // where the next byte goes once buf is full
+	full bool
+}
+
+// write appends p and reports whether older bytes were overwritten.
+func (r *ring) write(p []byte) (dropped bool) {
+	if r.cap == 0 {
+		return len(p) > 0
+	}
+	if len(p) >= r.cap {
+		dropped = len(r.buf) > 0 || len(p) > r.cap
+		if r.buf == nil || len(r.buf) < r.cap {
+			r.buf = make([]byte, r.cap)
+		}
+		copy(r.buf, p[len(p)-r.cap:])
+		r.next, r.full = 0, true
+		return dropped
+	}
+	if !r.full {
+		if len(r.buf)+len(p) <= r.cap {
+			r.buf = append(r.buf, p...)
+			if len(r.buf) == r.cap {
+				r.full, r.next = true, 0
+			}
+			return false
+		}
+		// Fill up, then wrap.
+		n := r.cap - len(r.buf)
+		r.buf = append(r.buf, p[:n]...)
+		r.full, r.next = true, 0
+		p = p[n:]
+	}
+	for len(p) > 0 {
+		n := copy(r.buf[r.next:], p)
+		r.next = (r.next + n) % r.cap
+		p = p[n:]
+	}
+	return true
+}
+
+// bytes returns the kept bytes in order.
+func (r *ring) bytes() []byte {
+	if !r.full {
+		return r.buf
+	}
+	out := make([]byte, 0, r.cap)
+	out = append(out, r.buf[r.next:]...)
+	return append(out, r.buf[:r.next]...)
+}
+
+// trimIncompleteEnd drops a multi-byte character cut off at the end of p.
+func trimIncompleteEnd(p []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(p); i++ {
+		b := p[len(p)-i]
+		if b < utf8.RuneSelf {
+			return p
+		}
+		if utf8.RuneStart(b) {
+			if r, _ := utf8.DecodeRune(p[len(p)-i:]); r == utf8.RuneError && !utf8.FullRune(p[len(p)-i:]) {
+				return p[:len(p)-i]
+			}
+			return p
+		}
+	}
+	return p
+}
+
+// trimIncompleteStart drops continuation bytes of a character whose start
+// was cut off.
+func trimIncompleteStart(p []byte) []byte {
+	for i := 0; i < utf8.UTFMax-1 && i < len(p); i++ {
+		if utf8.RuneStart(p[0]) {
+			break
+		}
+		p = p[1:]
+	}
+	return p
+}

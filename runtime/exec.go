@@ -1,0 +1,362 @@
+package runtime
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/session"
+	"golang.org/x/sys/unix"
+)
+
+// execSession resolves exec.*'s session_id: a session's id or name, or,
+// when omitted, the session named "default", created on first use.
+func (rt *Runtime) execSession(ref string) (*session.Session, error) {
+	if ref == "" {
+		return rt.sessions.Default()
+	}
+	return rt.sessions.Get(ref)
+}
+
+// execRequest turns exec params into a request for s.
+func execRequest(p *protocol.ExecParams, s *session.Session) (exec.Request, error) {
+	if p.Command == nil {
+		return exec.Request{}, protocol.Errorf(protocol.CodeInvalidParams, "command is required, e.g. {\"command\": \"ls -la\"}")
+	}
+	r := exec.Request{Command: *p.Command, Env: p.Env, Stdin: p.Stdin, Timeout: s.DefaultTimeout()}
+	if p.TimeoutS != nil && *p.TimeoutS != 0 {
+		d, err := seconds("timeout_s", *p.TimeoutS)
+		if err != nil {
+			return exec.Request{}, err
+		}
+		r.Timeout = d
+	} else if p.TimeoutS != nil && *p.TimeoutS < 0 {
+		return exec.Request{}, protocol.Errorf(protocol.CodeInvalidParams, "timeout_s must not be negative")
+	}
+	return r, r.Validate()
+}
+
+// launch starts r in s with its output going to sink, and hands the
+// execution to a goroutine that owns its end: it untracks it and, for a
+// stream, records the exit. onExit runs there too.
+func (rt *Runtime) launch(s *session.Session, r exec.Request, sink session.Sink, onExit func(exec.Exit)) (*exec.Execution, error) {
+	e, err := exec.Start(s, r, sink)
+	if err != nil {
+		return nil, err
+	}
+	rt.commands.Add(1)
+	rt.mu.Lock()
+	rt.running[s] = e
+	rt.mu.Unlock()
+	go func() {
+		<-e.Done()
+		rt.mu.Lock()
+		if rt.running[s] == e {
+			delete(rt.running, s)
+		}
+		rt.mu.Unlock()
+		onExit(e.Exit())
+	}()
+	return e, nil
+}
+
+// auditCommand writes the audit event of one command: who ran what where
+// and how it ended, never its output.
+func (rt *Runtime) auditCommand(s *session.Session, actor, method, command string, x exec.Exit, truncated bool) {
+	rt.audit.Info().
+		Str("event", "command").
+		Str("method", method).
+		Str("session", s.ID()).
+		Str("actor", actor).
+		Str("command", cut(command, 4096)).
+		Int("exit_code", x.ExitCode).
+		Int64("duration_ms", x.Duration.Milliseconds()).
+		Bool("timed_out", x.TimedOut).
+		Bool("canceled", x.Canceled).
+		Bool("truncated", truncated).
+		Msg("command finished")
+}
+
+// cut shortens s to at most n bytes on a character boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func (rt *Runtime) execRun(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	var p protocol.ExecParams
+	if err := protocol.DecodeParams(call.Params, &p); err != nil {
+		return nil, err
+	}
+	max := exec.DefaultMaxOutput
+	if p.MaxOutputBytes != nil {
+		if *p.MaxOutputBytes < 1 || *p.MaxOutputBytes > rt.opts.MaxOutputBytes {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes must be between 1 and %d", rt.opts.MaxOutputBytes)
+		}
+		max = int(*p.MaxOutputBytes)
+	}
+	s, err := rt.execSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := execRequest(&p, s)
+	if err != nil {
+		return nil, err
+	}
+	coll := exec.NewCollector(max)
+	done := make(chan exec.Exit, 1)
+	if _, err := rt.launch(s, r, coll, func(x exec.Exit) { done <- x }); err != nil {
+		return nil, err
+	}
+	// The command runs to its end even if the caller goes away: a shell
+	// cannot be left half-way through a command.
+	x := <-done
+	out := coll.Result()
+	rt.auditCommand(s, call.Actor, call.Method, r.Command, x, out.Truncated)
+	res := protocol.ExecResult{
+		Stdout:        string(out.Stdout),
+		Stderr:        string(out.Stderr),
+		ExitCode:      x.ExitCode,
+		DurationMS:    x.Duration.Milliseconds(),
+		TimedOut:      x.TimedOut,
+		Canceled:      x.Canceled,
+		Truncated:     out.Truncated,
+		StdoutBytes:   out.StdoutBytes,
+		StderrBytes:   out.StderrBytes,
+		Cwd:           x.Cwd,
+		SessionExited: x.SessionExited,
+	}
+	if p.Check {
+		switch {
+		case x.TimedOut:
+			return nil, &protocol.Error{Code: protocol.CodeCommandTimeout, Message: "command timed out after " + r.Timeout.String(), Data: res}
+		case x.ExitCode != 0:
+			return nil, &protocol.Error{Code: protocol.CodeCommandFailed, Message: "command exited with status " + strconv.Itoa(x.ExitCode), Data: res}
+		}
+	}
+	return &protocol.Reply{Data: res}, nil
+}
+
+func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	var p protocol.ExecParams
+	if err := protocol.DecodeParams(call.Params, &p); err != nil {
+		return nil, err
+	}
+	if p.MaxOutputBytes != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes applies to exec.run; a stream keeps a window of recent output instead")
+	}
+	s, err := rt.execSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := execRequest(&p, s)
+	if err != nil {
+		return nil, err
+	}
+	st := rt.streams.New(s.ID())
+	_, err = rt.launch(s, r, st, func(x exec.Exit) {
+		rt.streams.Finish(st, x)
+		rt.auditCommand(s, call.Actor, call.Method, r.Command, x, false)
+	})
+	if err != nil {
+		rt.streams.Drop(st)
+		return nil, err
+	}
+	reader := st.NewReader(0, 0)
+	return &protocol.Reply{
+		Data:   map[string]any{"stream_id": st.ID, "session_id": s.ID()},
+		Follow: func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) },
+	}, nil
+}
+
+// follow sends a stream's output as exec.output notifications, then its
+// exec.exit, until the stream ends or ctx does (the client went away; the
+// command goes on).
+func follow(ctx context.Context, st *exec.Stream, r *exec.Reader, emit protocol.Emitter) error {
+	seq := 0
+	for {
+		chunks, exit, err := r.Next(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range chunks {
+			n := map[string]any{
+				"stream_id": st.ID,
+				"seq":       seq,
+				"stream":    c.Stream.String(),
+				"data":      string(c.Data),
+				"offset":    c.Offset,
+			}
+			if c.Lost > 0 {
+				n["lost_bytes"] = c.Lost
+			}
+			if err := emit(protocol.NotifyExecOutput, n); err != nil {
+				return err
+			}
+			seq++
+		}
+		if exit != nil {
+			out, errb := st.Totals()
+			return emit(protocol.NotifyExecExit, map[string]any{
+				"stream_id":      st.ID,
+				"exit_code":      exit.ExitCode,
+				"duration_ms":    exit.Duration.Milliseconds(),
+				"timed_out":      exit.TimedOut,
+				"canceled":       exit.Canceled,
+				"cwd":            exit.Cwd,
+				"stdout_bytes":   out,
+				"stderr_bytes":   errb,
+				"session_exited": exit.SessionExited,
+			})
+		}
+	}
+}
+
+type readParams struct {
+	StreamID string `json:"stream_id"`
+	Stream   string `json:"stream"`
+	Offset   int64  `json:"offset"`
+	Limit    int    `json:"limit"`
+}
+
+func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	var p readParams
+	if err := protocol.DecodeParams(call.Params, &p); err != nil {
+		return nil, err
+	}
+	st, err := rt.stream(p.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	which, err := streamName(p.Stream)
+	if err != nil {
+		return nil, err
+	}
+	if p.Offset < 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offset must not be negative")
+	}
+	if p.Limit == 0 {
+		p.Limit = 64 << 10
+	}
+	if p.Limit < 0 || p.Limit > 16<<20 {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "limit must be between 1 and %d bytes", 16<<20)
+	}
+	data, start, lost, complete := st.ReadAt(which, p.Offset, p.Limit)
+	return &protocol.Reply{Data: map[string]any{
+		"stream_id":  st.ID,
+		"stream":     which.String(),
+		"data":       string(data),
+		"offset":     start,
+		"length":     len(data),
+		"complete":   complete,
+		"lost_bytes": lost,
+	}}, nil
+}
+
+func (rt *Runtime) stream(id string) (*exec.Stream, error) {
+	if id == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "stream_id is required (exec.stream returned it)")
+	}
+	return rt.streams.Get(id)
+}
+
+func streamName(s string) (session.Stream, error) {
+	switch s {
+	case "", "stdout":
+		return session.Stdout, nil
+	case "stderr":
+		return session.Stderr, nil
+	}
+	return 0, protocol.Errorf(protocol.CodeInvalidParams, "stream must be \"stdout\" or \"stderr\", got %q", clip(s, 32))
+}
+
+type attachParams struct {
+	StreamID     string `json:"stream_id"`
+	Offset       int64  `json:"offset"`
+	StderrOffset int64  `json:"stderr_offset"`
+}
+
+func (rt *Runtime) execAttach(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	var p attachParams
+	if err := protocol.DecodeParams(call.Params, &p); err != nil {
+		return nil, err
+	}
+	st, err := rt.stream(p.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	if p.Offset < 0 || p.StderrOffset < 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offsets must not be negative")
+	}
+	reader := st.NewReader(p.Offset, p.StderrOffset)
+	_, finished := st.Done()
+	return &protocol.Reply{
+		Data:   map[string]any{"stream_id": st.ID, "session_id": st.SessionID, "offset": p.Offset, "stderr_offset": p.StderrOffset, "running": !finished},
+		Follow: func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) },
+	}, nil
+}
+
+func (rt *Runtime) execCancel(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	var p protocol.ExecCancelParams
+	if err := protocol.DecodeParams(call.Params, &p); err != nil {
+		return nil, err
+	}
+	sig, err := parseSignal(p.Signal)
+	if err != nil {
+		return nil, err
+	}
+	ref := p.SessionID
+	if ref == "" {
+		ref = session.DefaultName
+	}
+	s, err := rt.sessions.Get(ref)
+	if err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	e := rt.running[s]
+	rt.mu.Unlock()
+	if e == nil {
+		return &protocol.Reply{Data: map[string]any{"canceled": false}}, nil
+	}
+	sent, err := e.Cancel(sig)
+	if err == session.ErrNoForeground {
+		return &protocol.Reply{Data: map[string]any{"canceled": false}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.Reply{Data: map[string]any{"canceled": true, "signal": unix.SignalName(sent)}}, nil
+}
+
+// parseSignal reads a signal given as a name ("SIGINT", "INT", case
+// ignored) or a number; absent means SIGINT.
+func parseSignal(raw []byte) (unix.Signal, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return unix.SIGINT, nil
+	}
+	s := string(raw)
+	if s[0] == '"' {
+		name, err := strconv.Unquote(s)
+		if err == nil {
+			name = strings.ToUpper(strings.TrimSpace(name))
+			if !strings.HasPrefix(name, "SIG") {
+				name = "SIG" + name
+			}
+			if sig := unix.SignalNum(name); sig != 0 {
+				return sig, nil
+			}
+		}
+	} else if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= 64 {
+		return unix.Signal(n), nil
+	}
+	return 0, protocol.Errorf(protocol.CodeInvalidParams, "signal %s is not a signal name (SIGINT, TERM, KILL, HUP, ...) or a number from 1 to 64", clip(s, 32))
+}

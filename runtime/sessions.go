@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/session"
+)
+
+// maxTimeoutS bounds every timeout a caller may give: one day.
+const maxTimeoutS = 86400
+
+func (rt *Runtime) sessionCreate(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	var p protocol.SessionCreateParams
+	if err := protocol.DecodeParams(call.Params, &p); err != nil {
+		return nil, err
+	}
+	cfg := session.Config{Shell: p.Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name}
+	if p.TimeoutS != nil {
+		d, err := seconds("timeout_s", *p.TimeoutS)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Timeout = d
+	}
+	if p.Rows != nil {
+		if *p.Rows <= 0 {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "rows must be between 1 and 1000")
+		}
+		cfg.Rows = *p.Rows
+	}
+	if p.Cols != nil {
+		if *p.Cols <= 0 {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "cols must be between 1 and 1000")
+		}
+		cfg.Cols = *p.Cols
+	}
+	s, err := rt.sessions.Create(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rt.log.Info().Str("session", s.ID()).Str("actor", call.Actor).Msg("session.create")
+	return &protocol.Reply{Data: info(s)}, nil
+}
+
+// seconds turns a timeout in seconds into a duration, refusing negative,
+// non-finite and absurd values.
+func seconds(field string, v float64) (time.Duration, error) {
+	if math.IsNaN(v) || v < 0 || v > maxTimeoutS {
+		return 0, protocol.Errorf(protocol.CodeInvalidParams, "%s must be between 0 and %d seconds, got %g", field, maxTimeoutS, v)
+	}
+	return time.Duration(v * float64(time.Second)), nil
+}
+
+func info(s *session.Session) protocol.SessionInfo {
+	in := s.Info()
+	return protocol.SessionInfo{
+		SessionID:   in.ID,
+		Name:        in.Name,
+		Shell:       in.Shell,
+		WorkingDir:  in.WorkingDir,
+		State:       string(in.State),
+		CreatedAt:   in.Created.Format(time.RFC3339Nano),
+		LastUsedAt:  in.LastUsed.Format(time.RFC3339Nano),
+		CommandsRun: in.CommandsRun,
+		PID:         in.PID,
+		TimeoutS:    in.Timeout.Seconds(),
+		Rows:        in.Rows,
+		Cols:        in.Cols,
+		ExitCode:    in.ExitCode,
+	}
+}
+
+func (rt *Runtime) sessionList(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	if err := protocol.DecodeParams(call.Params, &struct{}{}); err != nil {
+		return nil, err
+	}
+	list := rt.sessions.List()
+	out := make([]protocol.SessionInfo, 0, len(list))
+	for _, s := range list {
+		out = append(out, info(s))
+	}
+	return &protocol.Reply{Data: map[string]any{"sessions": out}}, nil
+}
+
+// lookup resolves a required session_id.
+func (rt *Runtime) lookup(ref string) (*session.Session, error) {
+	if ref == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "session_id is required (a session's id or name)")
+	}
+	return rt.sessions.Get(ref)
+}
+
+func (rt *Runtime) sessionInfo(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	var p protocol.SessionRef
+	if err := protocol.DecodeParams(call.Params, &p); err != nil {
+		return nil, err
+	}
+	s, err := rt.lookup(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.Reply{Data: info(s)}, nil
+}
+
+func (rt *Runtime) sessionDestroy(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	var p protocol.SessionDestroyParams
+	if err := protocol.DecodeParams(call.Params, &p); err != nil {
+		return nil, err
+	}
+	if _, err := rt.lookup(p.SessionID); err != nil {
+		return nil, err
+	}
+	s, err := rt.sessions.Destroy(p.SessionID, p.Force)
+	if err != nil {
+		return nil, err
+	}
+	rt.log.Info().Str("session", s.ID()).Str("actor", call.Actor).Msg("session.destroy")
+	return &protocol.Reply{Data: map[string]any{"session_id": s.ID(), "destroyed": true}}, nil
+}

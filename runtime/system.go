@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"time"
+
+	"github.com/trl-project/trl/protocol"
+)
+
+func (rt *Runtime) systemPing(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	if err := protocol.DecodeParams(call.Params, &struct{}{}); err != nil {
+		return nil, err
+	}
+	return &protocol.Reply{Data: map[string]any{
+		"uptime_s": time.Since(rt.started).Seconds(),
+		"version":  Version,
+	}}, nil
+}
+
+func (rt *Runtime) systemStats(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+	if err := protocol.DecodeParams(call.Params, &struct{}{}); err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	running := len(rt.running)
+	rt.mu.Unlock()
+	return &protocol.Reply{Data: map[string]any{
+		"active_sessions":    rt.sessions.Len(),
+		"total_commands_run": rt.commands.Load(),
+		"uptime_s":           time.Since(rt.started).Seconds(),
+		"memory_rss_bytes":   rssBytes(),
+		"running_commands":   running,
+		"streams":            rt.streams.Len(),
+		"goroutines":         goruntime.NumGoroutine(),
+		"open_fds":           openFDs(),
+		"version":            Version,
+	}}, nil
+}
+
+// rssBytes reads the daemon's resident set size from /proc/self/statm.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// openFDs counts the daemon's open file descriptors.
+func openFDs() int {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	return len(names) - 1 // the directory itself
+}
