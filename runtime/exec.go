@@ -121,6 +121,9 @@ func (rt *Runtime) execRun(_ context.Context, call *protocol.Call) (*protocol.Re
 	x := <-done
 	out := coll.Result()
 	rt.auditCommand(s, call.Actor, call.Method, r.Command, x, out.Truncated)
+	if rt.shuttingDown() {
+		return nil, session.ErrShuttingDown
+	}
 	res := protocol.ExecResult{
 		Stdout:        string(out.Stdout),
 		Stderr:        string(out.Stderr),

@@ -123,6 +123,12 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	}
 }
 
+func (rt *Runtime) shuttingDown() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.closing
+}
+
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
