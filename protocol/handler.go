@@ -74,7 +74,9 @@ func paramsError(err error) *Error {
 
 func typeName(kind string) string {
 	switch kind {
-	case "int", "int64", "int32", "uint", "uint64", "float64":
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
 		return "a number"
 	case "string":
 		return "a string"

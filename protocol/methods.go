@@ -94,3 +94,28 @@ type ExecCancelParams struct {
 	SessionID string          `json:"session_id"`
 	Signal    json.RawMessage `json:"signal"`
 }
+
+// OutputNotification is the params of an exec.output notification.
+type OutputNotification struct {
+	StreamID string `json:"stream_id"`
+	Seq      int64  `json:"seq"`
+	Stream   string `json:"stream"`
+	Data     string `json:"data"`
+	Offset   int64  `json:"offset"`
+	// LostBytes is set when the reader fell behind the stream's window:
+	// this many bytes of Stream, just before Offset, are gone.
+	LostBytes int64 `json:"lost_bytes,omitempty"`
+}
+
+// ExitNotification is the params of the final exec.exit notification.
+type ExitNotification struct {
+	StreamID      string `json:"stream_id"`
+	ExitCode      int    `json:"exit_code"`
+	DurationMS    int64  `json:"duration_ms"`
+	TimedOut      bool   `json:"timed_out"`
+	Canceled      bool   `json:"canceled"`
+	Cwd           string `json:"cwd"`
+	StdoutBytes   int64  `json:"stdout_bytes"`
+	StderrBytes   int64  `json:"stderr_bytes"`
+	SessionExited bool   `json:"session_exited,omitempty"`
+}

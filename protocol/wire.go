@@ -21,7 +21,9 @@ const (
 type Request struct {
 	Dialect Dialect
 	// ID is the request's id exactly as the client wrote it (a JSON string
-	// or number), echoed back byte for byte; nil when the request had none.
+	// or number), echoed back byte for byte; nil when the request had none
+	// (or, in TRL, had null). A JSON-RPC request with an explicit "id":null
+	// keeps ID == "null": it is not a notification and is answered.
 	ID     json.RawMessage
 	Method string
 	// Params is the raw params object; nil when absent or null.
@@ -63,19 +65,26 @@ func Decode(msg []byte) (*Request, *Error) {
 	}
 	if w.JSONRPC != nil {
 		req.Dialect = JSONRPC
-		if string(*w.JSONRPC) != `"2.0"` {
-			return req, InvalidRequest(`"jsonrpc" must be "2.0", got %s`, clip(*w.JSONRPC))
-		}
 	}
 	switch {
-	case len(w.ID) == 0 || string(w.ID) == "null":
-		if req.Dialect == TRL {
-			req.ID = nil // answered with id null
+	case len(w.ID) == 0:
+		// No id: answered with id null in TRL; a notification in JSON-RPC.
+	case string(w.ID) == "null":
+		if req.Dialect == JSONRPC {
+			// JSON-RPC 2.0: only a request *without* an id member is a
+			// notification; "id":null is a request answered with id null.
+			req.ID = null
 		}
 	case w.ID[0] == '"' || w.ID[0] == '-' || (w.ID[0] >= '0' && w.ID[0] <= '9'):
-		req.ID = w.ID
+		// Echoed byte for byte, except that invalid UTF-8 (which can only
+		// sit inside a string) becomes U+FFFD so every line we write is
+		// UTF-8, as SPEC §3 asks.
+		req.ID = bytes.ToValidUTF8(w.ID, []byte("\uFFFD"))
 	default:
 		return req, InvalidRequest(`"id" must be a string or a number, got %s`, clip(w.ID))
+	}
+	if w.JSONRPC != nil && string(*w.JSONRPC) != `"2.0"` {
+		return req, InvalidRequest(`"jsonrpc" must be "2.0", got %s`, clip(*w.JSONRPC))
 	}
 	if w.Method == nil {
 		return req, InvalidRequest(`request has no "method"; e.g. {"id":1,"method":"system.ping"}`)
@@ -142,7 +151,13 @@ func EncodeError(req *Request, e *Error) []byte {
 	b.WriteString(`{"id":`)
 	b.Write(idOrNull(req.ID))
 	b.WriteString(`,"ok":false,"error":`)
-	b.Write(mustMarshal(e))
+	body, err := marshal(e)
+	if err != nil {
+		// Data that cannot be encoded must not turn "error" into a string:
+		// keep the {"code","message"} shape and say what went wrong.
+		body = mustMarshal(&Error{Code: e.Code, Message: e.Message, Data: map[string]string{"encoding_error": err.Error()}})
+	}
+	b.Write(body)
 	b.WriteString("}\n")
 	return b.Bytes()
 }
@@ -155,6 +170,9 @@ func rpcData(e *Error) []byte {
 		return append(append([]byte(`{"code":`), code...), '}')
 	}
 	extra := mustMarshal(e.Data)
+	if string(extra) == "{}" {
+		return append(append([]byte(`{"code":`), code...), '}')
+	}
 	if len(extra) > 2 && extra[0] == '{' {
 		out := append([]byte(`{"code":`), code...)
 		out = append(out, ',')
