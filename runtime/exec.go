@@ -184,22 +184,20 @@ func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol
 // exec.exit, until the stream ends or ctx does (the client went away; the
 // command goes on).
 func follow(ctx context.Context, st *exec.Stream, r *exec.Reader, emit protocol.Emitter) error {
-	seq := 0
+	var seq int64
 	for {
 		chunks, exit, err := r.Next(ctx)
 		if err != nil {
 			return err
 		}
 		for _, c := range chunks {
-			n := map[string]any{
-				"stream_id": st.ID,
-				"seq":       seq,
-				"stream":    c.Stream.String(),
-				"data":      string(c.Data),
-				"offset":    c.Offset,
-			}
-			if c.Lost > 0 {
-				n["lost_bytes"] = c.Lost
+			n := protocol.OutputNotification{
+				StreamID:  st.ID,
+				Seq:       seq,
+				Stream:    c.Stream.String(),
+				Data:      string(c.Data),
+				Offset:    c.Offset,
+				LostBytes: c.Lost,
 			}
 			if err := emit(protocol.NotifyExecOutput, n); err != nil {
 				return err
@@ -208,16 +206,16 @@ func follow(ctx context.Context, st *exec.Stream, r *exec.Reader, emit protocol.
 		}
 		if exit != nil {
 			out, errb := st.Totals()
-			return emit(protocol.NotifyExecExit, map[string]any{
-				"stream_id":      st.ID,
-				"exit_code":      exit.ExitCode,
-				"duration_ms":    exit.Duration.Milliseconds(),
-				"timed_out":      exit.TimedOut,
-				"canceled":       exit.Canceled,
-				"cwd":            exit.Cwd,
-				"stdout_bytes":   out,
-				"stderr_bytes":   errb,
-				"session_exited": exit.SessionExited,
+			return emit(protocol.NotifyExecExit, protocol.ExitNotification{
+				StreamID:      st.ID,
+				ExitCode:      exit.ExitCode,
+				DurationMS:    exit.Duration.Milliseconds(),
+				TimedOut:      exit.TimedOut,
+				Canceled:      exit.Canceled,
+				Cwd:           exit.Cwd,
+				StdoutBytes:   out,
+				StderrBytes:   errb,
+				SessionExited: exit.SessionExited,
 			})
 		}
 	}

@@ -152,10 +152,13 @@ func TestDefaultSessionAndCheck(t *testing.T) {
 	assert.Equal(t, 4, data.ExitCode)
 	assert.Equal(t, "no\n", data.Stdout)
 
-	// The default session exited; exec.run on it now says so.
+	// The default session exited; naming it says so, omitting it gets a
+	// fresh one.
 	_, perr = callJSON(t, rt, "exec.run", map[string]any{"session_id": "default", "command": "true"})
 	require.NotNil(t, perr)
 	assert.Equal(t, protocol.CodeSessionExited, perr.Code)
+	r = mustCall(t, rt, "exec.run", map[string]any{"command": "pwd"})
+	assert.Equal(t, "/tmp\n", r["stdout"])
 
 	s := mustCall(t, rt, "session.create", nil)
 	_, perr = callJSON(t, rt, "exec.run", map[string]any{"session_id": s["session_id"], "command": "sleep 5", "timeout_s": 0.3, "check": true})
@@ -310,19 +313,17 @@ func TestStreamSlowReader(t *testing.T) {
 	var received, lost int64
 	paused := false
 	err := reply.Follow(context.Background(), func(method string, params any) error {
-		m := params.(map[string]any)
 		if method == "exec.exit" {
 			return nil
 		}
+		m := params.(protocol.OutputNotification)
 		if !paused {
 			paused = true
 			time.Sleep(3 * time.Second)
 		}
-		if l, ok := m["lost_bytes"]; ok {
-			lost += l.(int64)
-		}
-		assert.Equal(t, received+lost, m["offset"].(int64))
-		received += int64(len(m["data"].(string)))
+		lost += m.LostBytes
+		assert.Equal(t, received+lost, m.Offset)
+		received += int64(len(m.Data))
 		return nil
 	})
 	require.NoError(t, err)
