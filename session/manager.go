@@ -53,6 +53,14 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 		m.mu.Unlock()
 		return nil, ErrShuttingDown
 	}
+	// A name held by a session whose shell has exited is free again: the
+	// old session is closed and forgotten.
+	if old, ok := m.byName[cfg.Name]; ok && cfg.Name != "" && old.Info().State == StateExited {
+		m.remove(old)
+		m.mu.Unlock()
+		old.Close()
+		m.mu.Lock()
+	}
 	if len(m.byID)+m.pending >= m.opts.maxSessions() {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d sessions are live (the --max-sessions limit); destroy one first", ErrLimit, m.opts.maxSessions())
@@ -189,11 +197,11 @@ func (m *Manager) Get(ref string) (*Session, error) {
 }
 
 // Default returns the session named "default", creating it with default
-// settings on first use.
+// settings on first use, and anew when its shell has exited.
 func (m *Manager) Default() (*Session, error) {
 	m.creating.Lock()
 	defer m.creating.Unlock()
-	if s, err := m.Get(DefaultName); err == nil {
+	if s, err := m.Get(DefaultName); err == nil && s.Info().State != StateExited {
 		return s, nil
 	}
 	return m.Create(Config{Name: DefaultName})

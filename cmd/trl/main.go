@@ -1,0 +1,95 @@
+// Command trl is the terminal runtime layer: a daemon that gives AI agents
+// long-lived shells on real terminals, and its client.
+//
+//	trl serve  [--instance NAME | --socket PATH] [--log-level LEVEL] [limits...]
+//	trl stdio  [limits...]
+//	trl call   [--socket PATH | --instance NAME] METHOD [PARAMS_JSON]
+//	trl version
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/runtime"
+	"golang.org/x/sys/unix"
+)
+
+const usage = `trl — the terminal runtime layer
+
+usage:
+  trl serve  [--instance NAME | --socket PATH] [--log-level LEVEL] [limits...]
+  trl stdio  [limits...]
+  trl call   [--socket PATH | --instance NAME] METHOD [PARAMS_JSON]
+  trl version
+
+Run "trl serve --help" for the daemon's flags and limits.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var code int
+	switch os.Args[1] {
+	case "serve":
+		code = serve(os.Args[2:])
+	case "stdio":
+		code = stdio(os.Args[2:])
+	case "call":
+		code = call(os.Args[2:], os.Stdout, os.Stderr)
+	case "version", "--version", "-v":
+		fmt.Println("trl", runtime.Version)
+	case "help", "--help", "-h":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "trl: unknown command %q\n\n%s", os.Args[1], usage)
+		code = 2
+	}
+	os.Exit(code)
+}
+
+// newLogger writes to stderr: JSON, or a readable console format when
+// stderr is a terminal. Nothing but the protocol ever goes to stdout.
+func newLogger(level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
+	if err != nil || level == "" {
+		return zerolog.Logger{}, fmt.Errorf("--log-level must be one of trace, debug, info, warn, error; got %q", level)
+	}
+	var w io.Writer = os.Stderr
+	if isTerminal(os.Stderr) {
+		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000"}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func isTerminal(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	rc.Control(func(fd uintptr) {
+		_, e := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		ok = e == nil
+	})
+	return ok
+}
+
+// daemonEnv is the environment shells start from: the daemon's own, less
+// every TRL_* variable (TRL_AUTH_TOKEN above all), so that no command can
+// read trl's secrets.
+func daemonEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "TRL_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}

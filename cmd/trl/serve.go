@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/runtime"
+	"github.com/trl-project/trl/session"
+	"github.com/trl-project/trl/transport"
+)
+
+// limits are the flags serve and stdio share.
+type limits struct {
+	logLevel        string
+	maxSessions     int
+	maxMessageBytes int
+	maxInFlight     int
+	streamWindow    int
+	streamRetain    time.Duration
+	maxStreams      int
+	auditLog        string
+}
+
+func (l *limits) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.IntVar(&l.maxSessions, "max-sessions", 256, "most live sessions at once")
+	fs.IntVar(&l.maxMessageBytes, "max-message-bytes", 16<<20, "largest request accepted, in bytes")
+	fs.IntVar(&l.maxInFlight, "max-inflight", 64, "most requests running at once on one connection")
+	fs.IntVar(&l.streamWindow, "stream-window", exec.DefaultWindow, "bytes of recent output each exec.stream keeps for slow or returning readers")
+	fs.DurationVar(&l.streamRetain, "stream-retain", 10*time.Minute, "how long a finished stream stays readable by exec.read and exec.attach")
+	fs.IntVar(&l.maxStreams, "max-streams", 256, "most finished streams kept")
+	fs.StringVar(&l.auditLog, "audit-log", "", "also append the audit trail (one JSON line per command) to this file")
+}
+
+// runtime builds the method table these limits describe.
+func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
+	opts := runtime.Options{
+		Sessions: session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv()},
+		Streams:  exec.StreamOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
+		Logger:   log,
+	}
+	closeAudit := func() {}
+	if l.auditLog != "" {
+		f, err := os.OpenFile(l.auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open --audit-log: %w", err)
+		}
+		audit := zerolog.New(zerolog.MultiLevelWriter(f, log)).With().Timestamp().Logger()
+		opts.Audit = &audit
+		closeAudit = func() { f.Close() }
+	}
+	return runtime.New(opts), closeAudit, nil
+}
+
+func serve(args []string) int {
+	fs := flag.NewFlagSet("trl serve", flag.ContinueOnError)
+	var l limits
+	l.register(fs)
+	instance := fs.String("instance", "default", "instance name: the socket is /tmp/trl-NAME.sock")
+	socket := fs.String("socket", "", "socket path (overrides --instance)")
+	allowAnyUID := fs.Bool("allow-any-uid", false, "accept socket clients of any user (default: the daemon's own user and root)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log, err := newLogger(l.logLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trl serve:", err)
+		return 2
+	}
+	path := *socket
+	if path == "" {
+		path = "/tmp/trl-" + *instance + ".sock"
+	}
+	rt, closeAudit, err := l.runtime(log)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot start")
+		return 1
+	}
+	defer closeAudit()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	srv, err := transport.ListenUnix(path, transport.UnixOptions{
+		Logger:          log,
+		AllowAnyUID:     *allowAnyUID,
+		MaxMessageBytes: l.maxMessageBytes,
+		MaxInFlight:     l.maxInFlight,
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("cannot listen")
+		return 1
+	}
+	log.Info().Str("socket", path).Str("version", runtime.Version).Int("pid", os.Getpid()).Msg("trl serving")
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), rt) }()
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		log.Error().Err(err).Msg("serve failed")
+		rt.Shutdown(context.Background())
+		return 1
+	}
+	// Stop accepting and let each connection finish while the runtime
+	// ends every session: in-flight requests are answered SHUTTING_DOWN
+	// on their own connections before those close.
+	log.Info().Msg("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- srv.Shutdown(shutdownCtx) }()
+	if err := rt.Shutdown(shutdownCtx); err != nil {
+		log.Warn().Err(err).Msg("requests still running at shutdown")
+	}
+	<-drained
+	<-served
+	log.Info().Msg("stopped")
+	return 0
+}
+
+func stdio(args []string) int {
+	fs := flag.NewFlagSet("trl stdio", flag.ContinueOnError)
+	var l limits
+	l.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log, err := newLogger(l.logLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trl stdio:", err)
+		return 2
+	}
+	rt, closeAudit, err := l.runtime(log)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot start")
+		return 1
+	}
+	defer closeAudit()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err = transport.ServeStdio(ctx, os.Stdin, os.Stdout, rt, transport.ConnOptions{MaxMessageBytes: l.maxMessageBytes, Actor: fmt.Sprintf("stdio pid=%d", os.Getppid())})
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	rt.Shutdown(shutdownCtx)
+	if err != nil {
+		log.Error().Err(err).Msg("stdio")
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,267 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/trl-project/trl/protocol"
+)
+
+// DefaultMaxInFlight is how many requests one connection may have running
+// at once when ConnOptions.MaxInFlight is zero.
+const DefaultMaxInFlight = 64
+
+// ConnOptions configure one connection. The zero value is usable.
+type ConnOptions struct {
+	// MaxMessageBytes caps one request; 0 means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// MaxInFlight caps the requests running at once on the connection
+	// (a running Follow counts); 0 means DefaultMaxInFlight. A request
+	// over the cap is answered LIMIT_EXCEEDED at once, so the reader never
+	// blocks and a cancel can always get through to the method table.
+	MaxInFlight int
+	// Actor is passed to every Call, for the audit log.
+	Actor string
+	// Sequential handles requests one at a time in arrival order, each
+	// finished with its notifications before the next message is read
+	// (stdio's contract). MaxInFlight does not apply.
+	Sequential bool
+	// Logger receives handler panics and write failures; the zero value
+	// logs nothing.
+	Logger zerolog.Logger
+}
+
+// Causes with which a connection's context ends; handlers can tell them
+// apart with context.Cause.
+var (
+	// ErrPeerClosed: the client closed its side (end of input).
+	ErrPeerClosed = errors.New("transport: the client closed the connection")
+	// ErrServerStopped: the server is shutting down (the cause UnixServer
+	// ends its connections with; ServeConn passes on its ctx's cause).
+	ErrServerStopped = errors.New("transport: the server is shutting down")
+)
+
+// ServeConn answers the requests read from rw until the client closes it,
+// reading fails, or ctx ends; then it cancels the connection's context (so
+// Follow functions return), waits for every request it started, closes rw
+// and returns. Ending ctx closes rw at once, abandoning unanswered requests.
+func ServeConn(ctx context.Context, rw io.ReadWriteCloser, h protocol.Handler, opts ConnOptions) {
+	_ = serve(ctx, rw, rw, rw.Close, h, opts)
+}
+
+// conn is one connection's state. The reader loop (serve) owns it; request
+// goroutines are counted in wg and all writes go through write.
+type conn struct {
+	h      protocol.Handler
+	opts   ConnOptions
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	slots  chan struct{}
+	wg     sync.WaitGroup
+
+	wmu  sync.Mutex
+	w    io.Writer
+	werr error
+
+	closeOnce sync.Once
+	closer    func() error
+}
+
+// serve runs the read loop in the calling goroutine. It returns nil at end
+// of input or when ctx stopped it, and the read error otherwise.
+func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error, h protocol.Handler, opts ConnOptions) error {
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	c := &conn{
+		h:      h,
+		opts:   opts,
+		ctx:    ctx,
+		cancel: cancel,
+		slots:  make(chan struct{}, opts.MaxInFlight),
+		w:      w,
+		closer: closer,
+	}
+	// The reader can only be woken from a blocked Read by closing, so a
+	// server shutdown closes the connection rather than waiting for the
+	// client. AfterFunc's goroutine exists only if parent ends first, and
+	// closeOnce makes our final close wait for it.
+	stop := context.AfterFunc(parent, c.close)
+	defer stop()
+
+	fr := NewFramer(r, opts.MaxMessageBytes)
+	var readErr error
+	for {
+		msg, err := fr.Next()
+		if errors.Is(err, ErrTooLarge) {
+			c.write(protocol.EncodeError(&protocol.Request{}, protocol.Errorf(protocol.CodeLimitExceeded,
+				"message is larger than the limit of %d bytes; it was skipped up to the end of its line", opts.MaxMessageBytes)))
+			continue
+		}
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+			}
+			break
+		}
+		c.dispatch(msg)
+	}
+
+	switch {
+	case parent.Err() != nil:
+		// ctx already ended with the parent's cause (ErrServerStopped
+		// from UnixServer); the read failed because we closed the conn.
+		readErr = nil
+	case readErr != nil:
+		cancel(fmt.Errorf("transport: reading from the client: %w", readErr))
+	default:
+		cancel(ErrPeerClosed)
+	}
+	c.wg.Wait()
+	c.close()
+	c.wmu.Lock()
+	werr := c.werr
+	c.wmu.Unlock()
+	if werr != nil && readErr != nil {
+		// The read failed because the write failure closed the conn.
+		return werr
+	}
+	return readErr
+}
+
+// close closes the connection once; later calls wait for the first.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		if c.closer != nil {
+			_ = c.closer()
+		}
+	})
+}
+
+// dispatch decodes one message and starts its request.
+func (c *conn) dispatch(msg []byte) {
+	req, perr := protocol.Decode(msg)
+	if perr != nil {
+		c.write(protocol.EncodeError(req, perr))
+		return
+	}
+	if c.opts.Sequential {
+		c.run(req)
+		return
+	}
+	select {
+	case c.slots <- struct{}{}:
+		c.wg.Go(func() {
+			defer func() { <-c.slots }()
+			c.run(req)
+		})
+	default:
+		if req.IsNotification() {
+			c.opts.Logger.Warn().Str("method", req.Method).Str("actor", c.opts.Actor).
+				Int("max_in_flight", c.opts.MaxInFlight).Msg("dropped a JSON-RPC notification: too many requests in flight")
+			return
+		}
+		c.write(protocol.EncodeError(req, protocol.Errorf(protocol.CodeLimitExceeded,
+			"too many requests in flight on this connection (limit %d); wait for some responses before sending more",
+			c.opts.MaxInFlight)))
+	}
+}
+
+// run calls the method table for req and writes its response, then runs
+// the reply's Follow. A panic in the method table is answered as an internal
+// error (or only logged once the response is out) so one bad request cannot
+// take the daemon down.
+func (c *conn) run(req *protocol.Request) {
+	answered := false
+	defer func() {
+		if p := recover(); p != nil {
+			c.opts.Logger.Error().Str("method", req.Method).Str("actor", c.opts.Actor).
+				Interface("panic", p).Bytes("stack", debug.Stack()).Msg("request handler panicked")
+			if !answered && !req.IsNotification() {
+				c.write(protocol.EncodeError(req, protocol.Errorf(protocol.CodeInternal,
+					"internal error while handling %s; the daemon log has details", req.Method)))
+			}
+		}
+	}()
+
+	reply, err := c.h.Handle(c.ctx, &protocol.Call{Method: req.Method, Params: req.Params, Actor: c.opts.Actor})
+	if req.IsNotification() {
+		answered = true
+		c.followUnheard(reply, err)
+		return
+	}
+	if err != nil {
+		answered = true
+		c.write(protocol.EncodeError(req, protocol.AsError(err)))
+		return
+	}
+	var data any
+	if reply != nil {
+		data = reply.Data
+	}
+	out, err := protocol.EncodeResult(req, data)
+	answered = true
+	if err != nil {
+		c.write(protocol.EncodeError(req, protocol.Errorf(protocol.CodeInternal,
+			"the result of %s could not be encoded: %v", req.Method, err)))
+		return
+	}
+	if c.write(out) != nil || reply == nil || reply.Follow == nil {
+		return
+	}
+	emit := func(method string, params any) error {
+		if c.ctx.Err() != nil {
+			return context.Cause(c.ctx)
+		}
+		note, err := protocol.EncodeNotification(req.Dialect, method, params)
+		if err != nil {
+			return err
+		}
+		return c.write(note)
+	}
+	if err := reply.Follow(c.ctx, emit); err != nil && c.ctx.Err() == nil {
+		c.opts.Logger.Debug().Err(err).Str("method", req.Method).Msg("notifications ended with an error")
+	}
+}
+
+// followUnheard finishes a JSON-RPC notification's reply. Nobody listens
+// for its output, but Follow may own clean-up (a stream subscription), so
+// it still runs, with a context that has already ended so it returns at once.
+func (c *conn) followUnheard(reply *protocol.Reply, err error) {
+	if err != nil || reply == nil || reply.Follow == nil {
+		return
+	}
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	cancel(errors.New("transport: a JSON-RPC notification gets no output"))
+	_ = reply.Follow(ctx, func(string, any) error { return context.Cause(ctx) })
+}
+
+// write sends one encoded message whole. After the first failure the
+// connection is cancelled and closed (the client is gone), and every later
+// write returns that failure.
+func (c *conn) write(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if _, err := c.w.Write(b); err != nil {
+		c.werr = fmt.Errorf("transport: writing to the client: %w", err)
+		c.cancel(c.werr)
+		// Closing wakes the reader, which then winds the connection down.
+		// No one closing holds wmu, so closing under it cannot deadlock.
+		c.close()
+		return c.werr
+	}
+	return nil
+}
