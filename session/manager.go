@@ -34,6 +34,12 @@ type Manager struct {
 // NewManager returns an empty Manager.
 func NewManager(opts Options) *Manager {
 	sealInheritedFDs()
+	if opts.Subreaper {
+		if err := enableReaper(); err != nil {
+			opts.Logger.Warn().Err(err).Msg("cannot become child subreaper: processes that leave their session are re-parented to init")
+			opts.Subreaper = false
+		}
+	}
 	return &Manager{
 		opts:   opts,
 		log:    opts.Logger,
@@ -75,7 +81,7 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	m.pending++
 	m.mu.Unlock()
 
-	s, err := start(NewID("s-", 6), cfg, m.opts.BaseEnv, m.opts.startTimeout(), m.log)
+	s, err := start(NewID("s-", 6), cfg, m.opts, m.log)
 
 	m.mu.Lock()
 	m.pending--

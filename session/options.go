@@ -29,7 +29,12 @@ type Options struct {
 	// StartTimeout bounds how long a shell may take to print its first
 	// prompt record; 0 means 10 s.
 	StartTimeout time.Duration
-	Logger       zerolog.Logger
+	// Subreaper makes the daemon the child subreaper of every process its
+	// shells start and reaps all of the process's children itself (see
+	// reaper.go). Only a daemon should set it: nothing else in the process
+	// may wait for children once it is on.
+	Subreaper bool
+	Logger    zerolog.Logger
 }
 
 func (o Options) maxSessions() int {

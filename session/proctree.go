@@ -10,45 +10,108 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// killTree SIGKILLs the shell and every process in its session (the shell
-// is the session leader, so its pid is the session id): background jobs
-// and their children included. It repeats the scan until nothing is left,
-// so a process forking while it is killed does not survive.
-func killTree(sid int) {
-	unix.Kill(sid, unix.SIGKILL)
-	for round := 0; round < 50; round++ {
-		pids := sessionMembers(sid)
+// tree names every process a session started, by three marks that
+// overlap: the session id of the shell's terminal session (background jobs
+// and nohup), the TRL_SESSION_ID variable every process inherits (which
+// survives setsid and double forks, unless the process clears it), and,
+// when there is one, the session's cgroup (which survives both).
+type tree struct {
+	sid    int    // the shell's pid, leader of its terminal session
+	marker []byte // "TRL_SESSION_ID=<id>\x00"
+	cg     *cgroup
+}
+
+func newTree(sid int, id string, cg *cgroup) tree {
+	return tree{sid: sid, marker: []byte("TRL_SESSION_ID=" + id + "\x00"), cg: cg}
+}
+
+// kill ends every process of the tree, the shell first so that nothing
+// new is started, and rescans until a scan finds nothing (so a process
+// forking while it is killed does not survive) or limit passes. It
+// reports whether the tree is gone.
+func (t tree) kill(limit time.Duration) bool {
+	unix.Kill(t.sid, unix.SIGKILL)
+	if t.cg != nil {
+		t.cg.kill()
+	}
+	deadline := time.Now().Add(limit)
+	for round := 0; ; round++ {
+		pids := t.members()
 		if len(pids) == 0 {
-			return
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
 		}
 		for _, pid := range pids {
-			unix.Kill(pid, unix.SIGKILL)
+			t.signal(pid, unix.SIGKILL)
 		}
-		time.Sleep(time.Duration(round+1) * time.Millisecond)
+		time.Sleep(time.Duration(min(round+1, 20)) * time.Millisecond)
 	}
 }
 
-// sessionMembers lists the live (not zombie) processes whose session id
-// is sid.
-func sessionMembers(sid int) []int {
+// signal sends sig to pid only if pid is still a member of the tree,
+// checked through a pidfd so that a pid reused after the scan is never hit.
+func (t tree) signal(pid int, sig unix.Signal) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // gone already
+	}
+	defer unix.Close(fd)
+	if !t.owns(pid) {
+		return
+	}
+	unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// members lists the live (not zombie) processes of the tree.
+func (t tree) members() []int {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
+	self := os.Getpid()
 	var out []int
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil {
+		if err != nil || pid == self {
 			continue
 		}
-		st, ok := readStat(pid)
-		if ok && st.sid == sid && st.state != 'Z' {
+		if t.owns(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// owns reports whether pid is a live process of the tree.
+func (t tree) owns(pid int) bool {
+	st, ok := readStat(pid)
+	if !ok || st.state == 'Z' || st.state == 'X' {
+		return false
+	}
+	if st.sid == t.sid {
+		return true
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	return err == nil && hasEntry(env, t.marker)
+}
+
+// hasEntry reports whether the NUL-separated environ block env holds the
+// entry e (which ends in NUL) as a whole entry.
+func hasEntry(env, e []byte) bool {
+	for off := 0; ; {
+		i := bytes.Index(env[off:], e)
+		if i < 0 {
+			return false
+		}
+		if at := off + i; at == 0 || env[at-1] == 0 {
+			return true
+		}
+		off += i + 1
+	}
 }
 
 type procStat struct {

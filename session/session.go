@@ -35,6 +35,7 @@ type Session struct {
 	log     zerolog.Logger
 
 	proc   *os.Process
+	pid    int      // the shell's pid, kept apart: Release clears proc.Pid
 	ptm    *os.File // PTY master: stdout of commands
 	cmdW   *os.File // write end of the command pipe (shell's fd 0)
 	ctlR   *os.File // read end of the control pipe (shell's fd 2)
@@ -42,6 +43,11 @@ type Session struct {
 	ptmRaw syscall.RawConn
 	errRaw syscall.RawConn
 	tmpDir string // private directory for stdin files
+	cg     *cgroup
+	tree   tree
+	// status delivers the shell's wait status when the process-wide
+	// reaper owns reaping; nil when reap waits itself.
+	status <-chan unix.WaitStatus
 
 	// ioMu orders reads of ptm and errR with the hand-over of their bytes
 	// to the current job, so that the drain after a completion record
@@ -92,7 +98,7 @@ func NewID(prefix string, n int) string {
 }
 
 // start launches the shell and waits for its first prompt record.
-func start(id string, cfg Config, baseEnv []string, startTimeout time.Duration, log zerolog.Logger) (*Session, error) {
+func start(id string, cfg Config, opts Options, log zerolog.Logger) (*Session, error) {
 	s := &Session{
 		id:      id,
 		cfg:     cfg,
@@ -107,9 +113,10 @@ func start(id string, cfg Config, baseEnv []string, startTimeout time.Duration, 
 		closed:  make(chan struct{}),
 	}
 	s.lastUsed = s.created
-	if err := s.launch(baseEnv); err != nil {
+	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
 		return nil, err
 	}
+	startTimeout := opts.startTimeout()
 	select {
 	case <-s.ready:
 		return s, nil
@@ -125,7 +132,7 @@ func start(id string, cfg Config, baseEnv []string, startTimeout time.Duration, 
 
 // launch creates the PTY and pipes, starts the shell and the goroutines
 // that read from it. On error everything it made is released.
-func (s *Session) launch(baseEnv []string) (err error) {
+func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	var toClose []*os.File
 	defer func() {
 		for _, f := range toClose {
@@ -179,17 +186,37 @@ func (s *Session) launch(baseEnv []string) (err error) {
 	}
 
 	argv := append([]string{s.cfg.Shell}, s.dialect.args...)
-	proc, err := os.StartProcess(s.cfg.Shell, argv, &os.ProcAttr{
+	attr := &os.ProcAttr{
 		Dir:   s.cfg.WorkingDir,
 		Env:   shellEnv(baseEnv, s.cfg.Env, s.id),
 		Files: []*os.File{cmdR, pts, ctlW, pts, errW},
-		Sys:   &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1},
-	})
+		// Pdeathsig: if the daemon dies, so does the shell (its jobs
+		// then get the terminal's hang-up).
+		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1, Pdeathsig: syscall.SIGKILL},
+	}
+	s.cg = newCgroup(s.id)
+	if s.cg != nil {
+		attr.Sys.UseCgroupFD = true
+		attr.Sys.CgroupFD = int(s.cg.fd.Fd())
+	}
+	proc, err := os.StartProcess(s.cfg.Shell, argv, attr)
+	if err != nil && s.cg != nil {
+		// clone3 into a cgroup can be refused (seccomp, old kernel):
+		// start without, and rely on /proc scans.
+		s.cg.remove()
+		s.cg = nil
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
+		proc, err = os.StartProcess(s.cfg.Shell, argv, attr)
+	}
 	if err != nil {
 		os.RemoveAll(s.tmpDir)
 		return fail(fmt.Errorf("%w: start %s: %v", ErrStart, s.cfg.Shell, err))
 	}
-	s.proc = proc
+	s.proc, s.pid = proc, proc.Pid
+	s.tree = newTree(proc.Pid, s.id, s.cg)
+	if subreaper {
+		s.status = theReaper.started(proc.Pid)
+	}
 	s.log = s.log.With().Int("pid", proc.Pid).Logger()
 
 	s.readers.Add(3)
@@ -311,9 +338,15 @@ func cutEnv(kv string) (k, v string, ok bool) {
 // reap owns waiting for the shell. When it ends, any running job ends with
 // the shell's status.
 func (s *Session) reap() {
-	state, err := s.proc.Wait()
 	code := -1
-	if err == nil {
+	if s.status != nil {
+		ws := <-s.status
+		code = ws.ExitStatus()
+		if ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		s.proc.Release()
+	} else if state, err := s.proc.Wait(); err == nil {
 		code = exitCode(state)
 	}
 	s.mu.Lock()
@@ -545,9 +578,9 @@ func (s *Session) Signal(sig unix.Signal) (unix.Signal, error) {
 	if err != nil {
 		return 0, err
 	}
-	if pgrp <= 0 || pgrp == s.proc.Pid {
+	if pgrp <= 0 || pgrp == s.pid {
 		sig = unix.SIGINT
-		pgrp = s.proc.Pid
+		pgrp = s.pid
 	}
 	if err := unix.Kill(-pgrp, sig); err != nil && err != unix.ESRCH {
 		return 0, err
@@ -569,10 +602,12 @@ func (s *Session) foreground() (int, error) {
 	return pgrp, err
 }
 
-// Kill ends the shell and every process of its session at once. The
-// running job, if any, completes with the shell's status.
+// Kill ends the shell and every process it started at once. The running
+// job, if any, completes with the shell's status.
 func (s *Session) Kill() {
-	killTree(s.proc.Pid)
+	if !s.tree.kill(2 * time.Second) {
+		s.log.Error().Msg("processes of the session survived 2 s of SIGKILL")
+	}
 }
 
 // Close ends the session: every process it started, the PTY and the pipes.
@@ -589,7 +624,7 @@ func (s *Session) Close() {
 	s.mu.Unlock()
 
 	if s.proc != nil {
-		killTree(s.proc.Pid)
+		s.Kill()
 		select {
 		case <-s.exited:
 		case <-time.After(5 * time.Second):
@@ -600,6 +635,16 @@ func (s *Session) Close() {
 	s.readers.Wait()
 	if s.tmpDir != "" {
 		os.RemoveAll(s.tmpDir)
+	}
+	if s.cg != nil {
+		// Killed processes leave the group once reaped; give the reaper
+		// a moment before removing it.
+		for i := 0; i < 100 && !s.cg.empty(); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := s.cg.remove(); err != nil {
+			s.log.Warn().Err(err).Msg("remove the session's cgroup")
+		}
 	}
 	close(s.closed)
 	s.log.Debug().Msg("session closed")
@@ -651,7 +696,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, Name: s.cfg.Name, Shell: s.cfg.Shell, WorkingDir: s.cwd,
 		State: s.state, Created: s.created, LastUsed: s.lastUsed,
-		CommandsRun: s.commands, PID: s.proc.Pid, Timeout: s.cfg.Timeout,
+		CommandsRun: s.commands, PID: s.pid, Timeout: s.cfg.Timeout,
 		Rows: s.cfg.Rows, Cols: s.cfg.Cols, ExitCode: s.exitCode,
 	}
 }

@@ -42,7 +42,7 @@ func (l *limits) register(fs *flag.FlagSet) {
 // runtime builds the method table these limits describe.
 func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 	opts := runtime.Options{
-		Sessions: session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv()},
+		Sessions: session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true},
 		Streams:  exec.StreamOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
 		Logger:   log,
 	}

@@ -12,11 +12,13 @@ import (
 )
 
 // Main runs the tests, then waits up to 10 s for the goroutines they
-// started to end; any left are printed and the binary fails.
-func Main(m *testing.M) {
+// started to end; any left are printed and the binary fails. Goroutines
+// whose stack mentions one of keep (e.g. a process-lifetime reaper) are
+// allowed to stay.
+func Main(m *testing.M, keep ...string) {
 	code := m.Run()
 	if code == 0 {
-		if leaked := wait(10 * time.Second); leaked != "" {
+		if leaked := wait(10*time.Second, keep); leaked != "" {
 			fmt.Fprintf(os.Stderr, "leakcheck: goroutines still running after the tests:\n%s\n", leaked)
 			code = 1
 		}
@@ -24,10 +26,10 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-func wait(limit time.Duration) string {
+func wait(limit time.Duration, keep []string) string {
 	deadline := time.Now().Add(limit)
 	for {
-		leaked := interesting()
+		leaked := interesting(keep)
 		if leaked == "" || time.Now().After(deadline) {
 			return leaked
 		}
@@ -37,7 +39,7 @@ func wait(limit time.Duration) string {
 
 // interesting returns the stacks of goroutines that are not the test
 // runner's or the runtime's own.
-func interesting() string {
+func interesting(keep []string) string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
@@ -52,7 +54,11 @@ func interesting() string {
 			strings.Contains(g, "runtime.ensureSigM"):
 			continue
 		}
-		if strings.TrimSpace(g) != "" {
+		kept := false
+		for _, k := range keep {
+			kept = kept || strings.Contains(g, k)
+		}
+		if !kept && strings.TrimSpace(g) != "" {
 			out = append(out, g)
 		}
 	}

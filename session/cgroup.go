@@ -1,0 +1,118 @@
+package session
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// A cgroup v2 group per session, when the daemon can make one: every
+// process the shell starts is born into it (clone3 with CLONE_INTO_CGROUP)
+// and stays there unless it has the rights to move itself out, and
+// writing "1" to cgroup.kill ends them all at once, however they forked.
+// Without a writable cgroup v2 hierarchy, cleanup falls back to scanning
+// /proc (see killTree).
+type cgroup struct {
+	dir string
+	fd  *os.File
+}
+
+var (
+	cgroupParent     string
+	cgroupParentOnce sync.Once
+)
+
+// cgroupBase finds the daemon's own cgroup v2 directory if it can create
+// groups in it, or returns "".
+func cgroupBase() string {
+	cgroupParentOnce.Do(func() {
+		mount := cgroup2Mount()
+		if mount == "" {
+			return
+		}
+		rel := ""
+		if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if p, ok := strings.CutPrefix(line, "0::"); ok {
+					rel = p
+				}
+			}
+		}
+		dir := filepath.Join(mount, rel)
+		// cgroup.kill exists only in non-root groups, so probe with a
+		// child of our own.
+		probe := filepath.Join(dir, "trl-probe-"+NewID("", 4))
+		if err := os.Mkdir(probe, 0o755); err != nil {
+			return
+		}
+		_, killErr := os.Stat(filepath.Join(probe, "cgroup.kill"))
+		os.Remove(probe)
+		if killErr == nil {
+			cgroupParent = dir
+		}
+	})
+	return cgroupParent
+}
+
+// cgroup2Mount returns where the cgroup v2 hierarchy is mounted.
+func cgroup2Mount() string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// "... mountpoint opts - fstype source superopts"
+		fields := strings.Fields(sc.Text())
+		for i, fld := range fields {
+			if fld == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 {
+				return fields[4]
+			}
+		}
+	}
+	return ""
+}
+
+// newCgroup makes the session's group, or returns nil when none can be
+// made (cleanup then relies on /proc scans alone).
+func newCgroup(id string) *cgroup {
+	base := cgroupBase()
+	if base == "" {
+		return nil
+	}
+	dir := filepath.Join(base, "trl-"+id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil
+	}
+	fd, err := os.Open(dir)
+	if err != nil {
+		os.Remove(dir)
+		return nil
+	}
+	return &cgroup{dir: dir, fd: fd}
+}
+
+// kill ends every process in the group.
+func (c *cgroup) kill() error {
+	return os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// empty reports whether no process is left in the group.
+func (c *cgroup) empty() bool {
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+	return err == nil && len(strings.TrimSpace(string(b))) == 0
+}
+
+// remove deletes the group once it is empty.
+func (c *cgroup) remove() error {
+	c.fd.Close()
+	err := os.Remove(c.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,276 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/trl-project/trl/internal/leakcheck"
+)
+
+// These tests run the session manager as the daemon does, as child
+// subreaper, so nothing in this package's tests may use os/exec.
+
+// The reaper lives as long as the process, by design.
+func TestMain(m *testing.M) { leakcheck.Main(m, "session.(*reaper).loop") }
+
+type sink struct {
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (s *sink) Output(_ Stream, p []byte) {
+	s.mu.Lock()
+	s.out.Write(p)
+	s.mu.Unlock()
+}
+
+func newManager(t *testing.T) *Manager {
+	m := NewManager(Options{Logger: zerolog.Nop(), Subreaper: true})
+	t.Cleanup(m.CloseAll)
+	return m
+}
+
+func runIn(t *testing.T, s *Session, cmd string) (string, Status) {
+	t.Helper()
+	k := &sink{}
+	j, err := s.Start(Command{Text: cmd}, k)
+	require.NoError(t, err)
+	select {
+	case <-j.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%q did not finish", cmd)
+	}
+	return k.out.String(), j.Status()
+}
+
+// procsMatching lists live processes whose command line contains needle.
+func procsMatching(needle string) []string {
+	var out []string
+	d, _ := os.ReadDir("/proc")
+	for _, e := range d {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})), needle) {
+			continue
+		}
+		if st, ok := readStat(pid); ok && st.state != 'Z' {
+			out = append(out, fmt.Sprintf("%d %s", pid, cmd))
+		}
+	}
+	return out
+}
+
+// zombies lists our children that nobody reaped.
+func zombies() []int {
+	var out []int
+	d, _ := os.ReadDir("/proc")
+	for _, e := range d {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); ok && st.state == 'Z' && st.ppid == os.Getpid() {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func TestDestroyEndsEveryProcess(t *testing.T) {
+	for _, shell := range []string{"/bin/sh", "/bin/bash"} {
+		t.Run(shell, func(t *testing.T) {
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			tag := numTag() // keeps runs apart
+			escapes := []string{
+				"sleep 3001" + tag + " &",
+				"nohup sleep 3002" + tag + " >/dev/null 2>&1 &",
+				"setsid sleep 3003" + tag + " &",
+				"(sh -c 'sleep 3004" + tag + " &' &)",
+				"sh -c 'trap \"\" HUP TERM INT; sleep 3005" + tag + "' &",
+				"setsid sh -c 'trap \"\" HUP; (sleep 3006" + tag + "; true) &' &",
+			}
+			if cgroupBase() != "" {
+				// Leaves its session and drops the marker: only the
+				// cgroup still holds it.
+				escapes = append(escapes, "setsid env -i /bin/sleep 3007"+tag+" &")
+			} else {
+				t.Log("no writable cgroup v2 here: the escape that clears its environment is not tested")
+			}
+			for _, c := range escapes {
+				if out, st := runIn(t, s, c); out != "" || st.ExitCode != 0 {
+					t.Logf("%s: %d %q", c, st.ExitCode, out)
+				}
+			}
+			require.Eventually(t, func() bool {
+				for i := range escapes {
+					if len(procsMatching(fmt.Sprintf("sleep 300%d%s", i+1, tag))) == 0 {
+						return false
+					}
+				}
+				return true
+			}, 5*time.Second, 20*time.Millisecond, "all escapes started: %v", procsMatching(tag))
+
+			start := time.Now()
+			_, err = m.Destroy(s.ID(), true)
+			require.NoError(t, err)
+			assert.Less(t, time.Since(start), 3*time.Second)
+			assert.Empty(t, procsMatching(tag), "survivors")
+			require.Eventually(t, func() bool { return len(zombies()) == 0 }, 3*time.Second, 20*time.Millisecond, "zombies: %v", zombies())
+		})
+	}
+}
+
+func TestDestroyStopsForkFlood(t *testing.T) {
+	m := newManager(t)
+	s, err := m.Create(Config{})
+	require.NoError(t, err)
+	tag := "99" + numTag()
+	j, err := s.Start(Command{Text: "while :; do sleep " + tag + " & done"}, &sink{})
+	require.NoError(t, err)
+	time.Sleep(time.Second)
+	require.NotEmpty(t, procsMatching("sleep "+tag))
+	_, err = m.Destroy(s.ID(), true)
+	require.NoError(t, err)
+	<-j.Done()
+	assert.Empty(t, procsMatching("sleep "+tag), "survivors")
+	require.Eventually(t, func() bool { return len(zombies()) == 0 }, 5*time.Second, 20*time.Millisecond)
+}
+
+// TestTimeoutKillReachesEscapes: killing a session (as a timeout's last
+// step does) ends processes that left its terminal session too.
+func TestKillEndsEscapes(t *testing.T) {
+	m := newManager(t)
+	s, err := m.Create(Config{})
+	require.NoError(t, err)
+	tag := numTag()
+	runIn(t, s, "setsid sleep 4001"+tag+" &")
+	require.Eventually(t, func() bool { return len(procsMatching(tag)) == 1 }, 5*time.Second, 20*time.Millisecond)
+	s.Kill()
+	assert.Empty(t, procsMatching(tag))
+	assert.Equal(t, StateExited, waitState(s, StateExited))
+}
+
+func waitState(s *Session, want State) State {
+	for i := 0; i < 200; i++ {
+		if st := s.Info().State; st == want {
+			return st
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s.Info().State
+}
+
+func fdCount() int {
+	d, _ := os.ReadDir("/proc/self/fd")
+	return len(d)
+}
+
+// TestNoLeaksOverManyCycles: create, run, destroy a thousand times; fds,
+// goroutines and children come back to where they started.
+func TestNoLeaksOverManyCycles(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 100
+	}
+	m := newManager(t)
+	// Warm up: the first session starts the reaper and the runtime's
+	// pollers.
+	s, err := m.Create(Config{})
+	require.NoError(t, err)
+	runIn(t, s, "true")
+	_, err = m.Destroy(s.ID(), false)
+	require.NoError(t, err)
+	fds, goroutines := fdCount(), runtime.NumGoroutine()
+
+	for i := 0; i < n; i++ {
+		s, err := m.Create(Config{})
+		require.NoError(t, err)
+		out, st := runIn(t, s, "echo "+strconv.Itoa(i))
+		require.Equal(t, strconv.Itoa(i)+"\n", out)
+		require.Equal(t, 0, st.ExitCode)
+		_, err = m.Destroy(s.ID(), false)
+		require.NoError(t, err)
+	}
+	// Polled here, not with Eventually, whose own goroutine would count.
+	ok := false
+	for i := 0; i < 250 && !ok; i++ {
+		ok = fdCount() <= fds && runtime.NumGoroutine() <= goroutines && len(zombies()) == 0
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !ok {
+		t.Errorf("fds %d→%d, goroutines %d→%d, zombies %v", fds, fdCount(), goroutines, runtime.NumGoroutine(), zombies())
+	}
+	assert.Zero(t, m.Len())
+}
+
+// TestConcurrentClients: many goroutines creating, running and destroying
+// sessions at once, and racing on shared ones, get correct errors and no
+// deadlock.
+func TestConcurrentClients(t *testing.T) {
+	m := newManager(t)
+	shared, err := m.Create(Config{Name: "shared"})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 1000)
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := m.Create(Config{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			k := &sink{}
+			j, err := s.Start(Command{Text: "echo hi"}, k)
+			if err != nil {
+				errs <- err
+				return
+			}
+			<-j.Done()
+			if k.out.String() != "hi\n" {
+				errs <- fmt.Errorf("got %q", k.out.String())
+			}
+			// Racing on the shared session: either runs or is busy.
+			if j, err := shared.Start(Command{Text: "true"}, &sink{}); err == nil {
+				<-j.Done()
+			} else if !isErr(err, ErrBusy) {
+				errs <- err
+			}
+			if _, err := m.Destroy(s.ID(), false); err != nil {
+				errs <- err
+			}
+			if _, err := m.Get(s.ID()); !isErr(err, ErrNotFound) {
+				errs <- fmt.Errorf("after destroy: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// numTag is a fractional suffix that makes a sleep's command line unique
+// and still a valid duration.
+func numTag() string { return fmt.Sprintf(".%06d", time.Now().UnixNano()%1000000) }
+
+func isErr(err, target error) bool {
+	return err != nil && strings.Contains(err.Error(), target.Error())
+}
