@@ -3,10 +3,13 @@ package session
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A cgroup v2 group per session, when the daemon can make one: every
@@ -84,7 +87,7 @@ func newCgroup(id string) *cgroup {
 	if base == "" {
 		return nil
 	}
-	dir := filepath.Join(base, "trl-"+id)
+	dir := filepath.Join(base, fmt.Sprintf("trl-%d-%s", os.Getpid(), id))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil
 	}
@@ -115,4 +118,43 @@ func (c *cgroup) remove() error {
 		return nil
 	}
 	return err
+}
+
+// sweepStaleCgroups ends what a daemon that died without cleaning up (a
+// SIGKILL) left in its session groups: background jobs that survived their
+// shells' hang-up. A group is stale when the daemon pid in its name is no
+// longer a live process. It returns how many groups it removed.
+func sweepStaleCgroups() int {
+	base := cgroupBase()
+	if base == "" {
+		return 0
+	}
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "trl-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pidStr); err == nil {
+			continue // its daemon is alive (or the pid was reused: leave it)
+		}
+		c := &cgroup{dir: filepath.Join(base, e.Name())}
+		c.kill()
+		for i := 0; i < 100 && !c.empty(); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if os.Remove(c.dir) == nil {
+			removed++
+		}
+	}
+	return removed
 }

@@ -39,6 +39,10 @@ func NewManager(opts Options) *Manager {
 			opts.Logger.Warn().Err(err).Msg("cannot become child subreaper: processes that leave their session are re-parented to init")
 			opts.Subreaper = false
 		}
+		// Only a daemon sweeps: the groups' processes may be its children.
+		if n := sweepStaleCgroups(); n > 0 {
+			opts.Logger.Warn().Int("groups", n).Msg("ended processes left by a daemon that died without cleaning up")
+		}
 	}
 	return &Manager{
 		opts:   opts,

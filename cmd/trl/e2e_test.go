@@ -70,10 +70,17 @@ func (l *lockedBuffer) String() string {
 
 func startDaemon(t *testing.T, args ...string) *daemon {
 	t.Helper()
+	return startDaemonEnv(t, nil, args...)
+}
+
+// startDaemonEnv starts `trl serve` with extra environment variables.
+func startDaemonEnv(t *testing.T, env []string, args ...string) *daemon {
+	t.Helper()
 	socket := filepath.Join(t.TempDir(), "trl.sock")
 	d := &daemon{socket: socket, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command(trlBin, append([]string{"serve", "--socket", socket, "--log-level", "debug"}, args...)...)
 	d.cmd.Stderr = d.stderr
+	d.cmd.Env = append(os.Environ(), env...)
 	require.NoError(t, d.cmd.Start())
 	go func() { d.done <- d.cmd.Wait() }()
 	require.Eventually(t, func() bool {

@@ -34,6 +34,9 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
+	if os.Args[1] == "serve" || os.Args[1] == "stdio" {
+		hideSecrets()
+	}
 	var code int
 	switch os.Args[1] {
 	case "serve":

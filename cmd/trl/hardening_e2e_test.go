@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func stats(t *testing.T, c *client) map[string]any {
+	t.Helper()
+	return data(t, c.call("system.stats", nil))
+}
+
+// TestNoLeaksThroughTheDaemon: many create/run/destroy cycles leave the
+// daemon's fds, goroutines and children where they were.
+func TestNoLeaksThroughTheDaemon(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 50
+	}
+	d := startDaemon(t)
+	c := dial(t, d.socket)
+	cycle := func(i int) {
+		s := data(t, c.call("session.create", nil))
+		r := data(t, c.call("exec.run", map[string]any{"session_id": s["session_id"], "command": fmt.Sprintf("echo %d; sleep 60 &", i)}))
+		require.Equal(t, fmt.Sprintf("%d\n", i), r["stdout"])
+		data(t, c.call("session.destroy", map[string]any{"session_id": s["session_id"]}))
+	}
+	cycle(-1)
+	before := stats(t, c)
+	for i := 0; i < n; i++ {
+		cycle(i)
+	}
+	var after map[string]any
+	require.Eventually(t, func() bool {
+		after = stats(t, c)
+		return after["open_fds"].(float64) <= before["open_fds"].(float64) &&
+			after["goroutines"].(float64) <= before["goroutines"].(float64)+2
+	}, 10*time.Second, 50*time.Millisecond, "before %v", before)
+	assert.EqualValues(t, 0, after["active_sessions"])
+	assert.Empty(t, childrenOf(d.cmd.Process.Pid), "children left")
+}
+
+// childrenOf lists the live processes whose parent is pid.
+func childrenOf(pid int) []string {
+	var out []string
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(fields) > 1 && fields[1] == fmt.Sprint(pid) {
+			out = append(out, f+" "+fields[0])
+		}
+	}
+	return out
+}
+
+// TestFloodAndSlowReader: a command printing hundreds of MB, streamed to a
+// client that reads 1 KB a second, neither grows the daemon nor slows
+// another session; the reader is told what it lost.
+func TestFloodAndSlowReader(t *testing.T) {
+	d := startDaemon(t, "--stream-window", "4194304")
+	ctl := dial(t, d.socket)
+	base := stats(t, ctl)["memory_rss_bytes"].(float64)
+
+	// The slow reader: a raw connection read 1 KB at a time.
+	conn, err := net.Dial("unix", d.socket)
+	require.NoError(t, err)
+	defer conn.Close()
+	conn.(*net.UnixConn).SetReadBuffer(4096)
+	fmt.Fprintln(conn, `{"id":1,"method":"exec.stream","params":{"command":"head -c 300000000 /dev/zero | tr '\\0' x; echo done"}}`)
+
+	// Meanwhile another session answers promptly.
+	other := data(t, ctl.call("session.create", nil))
+	deadline := time.Now().Add(60 * time.Second)
+	var maxRSS float64
+	finished := false
+	buf := make([]byte, 1024)
+	for time.Now().Before(deadline) && !finished {
+		conn.SetReadDeadline(time.Now().Add(time.Second))
+		conn.Read(buf)
+		start := time.Now()
+		r := data(t, ctl.call("exec.run", map[string]any{"session_id": other["session_id"], "command": "echo ok"}))
+		require.Equal(t, "ok\n", r["stdout"])
+		assert.Less(t, time.Since(start), 5*time.Second, "another session stalled")
+		st := stats(t, ctl)
+		maxRSS = max(maxRSS, st["memory_rss_bytes"].(float64))
+		finished = st["running_commands"].(float64) == 0
+	}
+	require.True(t, finished, "the flood did not finish while its reader was slow")
+	t.Logf("daemon RSS: base %.0f MB, max %.0f MB", base/1e6, maxRSS/1e6)
+	assert.Less(t, maxRSS-base, float64(150<<20), "RSS grew with the output")
+
+	// Reading on now: the notifications jump and carry lost_bytes, and the
+	// exit comes.
+	conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var lost, got int64
+	sawExit := false
+	for sc.Scan() {
+		var m struct {
+			Method string
+			Params struct {
+				Data      string
+				Offset    int64
+				LostBytes int64 `json:"lost_bytes"`
+				Stream    string
+			}
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue // the first line may be cut by our 1 KB reads
+		}
+		if m.Method == "exec.exit" {
+			sawExit = true
+			break
+		}
+		if m.Method == "exec.output" && m.Params.Stream == "stdout" {
+			lost += m.Params.LostBytes
+			got = m.Params.Offset + int64(len(m.Params.Data))
+		}
+	}
+	require.True(t, sawExit)
+	assert.Greater(t, lost, int64(0))
+	assert.Equal(t, int64(300000005), got, "the last notification ends at the total")
+}
+
+// TestDaemonKilled: when the daemon is SIGKILLed its shells die with it
+// and the foreground command gets the terminal's hang-up. Background jobs
+// can outlive it; where the daemon has cgroups, the next daemon to start
+// ends them.
+func TestDaemonKilled(t *testing.T) {
+	d := startDaemon(t)
+	c := dial(t, d.socket)
+	s := data(t, c.call("session.create", nil))
+	pid := int(s["pid"].(float64))
+	bg, fg := fmt.Sprintf("sleep 301.%d", time.Now().UnixNano()%1e6), fmt.Sprintf("sleep 302.%d", time.Now().UnixNano()%1e6)
+	data(t, c.call("exec.run", map[string]any{"session_id": s["session_id"], "command": bg + " &"}))
+	c.send("exec.run", map[string]any{"session_id": s["session_id"], "command": fg})
+	time.Sleep(200 * time.Millisecond)
+	d.cmd.Process.Kill()
+	<-d.done
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 5*time.Second, 20*time.Millisecond, "the shell outlived the daemon")
+	require.Eventually(t, func() bool { return len(procsNamed(fg)) == 0 }, 5*time.Second, 20*time.Millisecond,
+		"the foreground command outlived the daemon")
+	if _, err := os.Stat("/sys/fs/cgroup/unified"); err != nil || len(procsNamed(bg)) == 0 {
+		return
+	}
+	startDaemon(t)
+	require.Eventually(t, func() bool { return len(procsNamed(bg)) == 0 }, 5*time.Second, 20*time.Millisecond,
+		"the next daemon did not end the dead one's background job")
+}
+
+// procsNamed lists live processes whose command line is exactly cmd.
+func procsNamed(cmd string) []string {
+	var out []string
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ") == cmd {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestAuditTrail: one event per command, with who and what, never the
+// output; the token never appears anywhere.
+func TestAuditTrail(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	d := startDaemonEnv(t, []string{"TRL_AUTH_TOKEN=tok-" + strings.Repeat("z", 20)}, "--audit-log", audit)
+	c := dial(t, d.socket)
+	long := "echo " + strings.Repeat("a", 5000) + " >/dev/null; echo OUTPUT-MUST-NOT-BE-LOGGED; exit 3"
+	data(t, c.call("exec.run", map[string]any{"command": long}))
+	env := data(t, c.call("exec.run", map[string]any{"command": "env; cat /proc/$PPID/environ 2>/dev/null | tr '\\0' '\\n'"}))
+	assert.NotContains(t, env["stdout"], "tok-zzzz", "a command saw the token")
+	st := c.call("system.stats", nil)
+	b, _ := json.Marshal(st)
+	assert.NotContains(t, string(b), "tok-zzzz")
+	d.stop(t)
+
+	raw, err := os.ReadFile(audit)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	require.Len(t, lines, 2)
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &ev))
+	assert.Equal(t, "command", ev["event"])
+	assert.EqualValues(t, 3, ev["exit_code"])
+	assert.Contains(t, ev["actor"], fmt.Sprintf("uid=%d", os.Getuid()))
+	assert.NotEmpty(t, ev["session"])
+	assert.LessOrEqual(t, len(ev["command"].(string)), 4096)
+	assert.Contains(t, ev, "duration_ms")
+	assert.Contains(t, ev, "timed_out")
+	assert.Contains(t, ev, "truncated")
+	assert.NotContains(t, string(raw), "OUTPUT-MUST-NOT-BE-LOGGED")
+	assert.NotContains(t, string(raw), "tok-zzzz")
+	assert.NotContains(t, d.stderr.String(), "tok-zzzz")
+}
