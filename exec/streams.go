@@ -95,6 +95,9 @@ func (r *Streams) Get(id string) (*Stream, error) {
 	return nil, fmt.Errorf("%w: no stream %q; finished streams are kept for %s (at most %d)", ErrStreamNotFound, id, r.opts.Retain, r.opts.MaxFinished)
 }
 
+// Options returns the registry's settings, defaults applied.
+func (r *Streams) Options() StreamOptions { return r.opts }
+
 // Len returns the number of running and retained streams.
 func (r *Streams) Len() int {
 	r.mu.Lock()

@@ -25,6 +25,9 @@ type Options struct {
 	Logger         zerolog.Logger
 	// Audit receives one event per command; the zero value means Logger.
 	Audit *zerolog.Logger
+	// TransportLimits are the transports' limits (message size, requests
+	// in flight), reported by system.stats next to the runtime's own.
+	TransportLimits map[string]int64
 }
 
 // Runtime is the method table.

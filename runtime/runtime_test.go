@@ -137,6 +137,25 @@ func TestBadParams(t *testing.T) {
 	assert.Equal(t, "ok\n", r["stdout"])
 }
 
+// TestOddSessionIDs: ids and names are matched byte for byte, never
+// normalised, and odd ones are just not found.
+func TestOddSessionIDs(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	mustCall(t, rt, "session.create", map[string]any{"name": "ｄefault"}) // fullwidth d
+	mustCall(t, rt, "session.create", map[string]any{"name": "01"})
+	for _, ref := range []string{"default", "1", "001", "01 ", "../01", "s-", "\u0000", "ＯＮＥ", strings.Repeat("x", 10000)} {
+		_, perr := callJSON(t, rt, "session.info", map[string]any{"session_id": ref})
+		if assert.NotNil(t, perr, ref) {
+			assert.Equal(t, protocol.CodeSessionNotFound, perr.Code, ref)
+		}
+	}
+	assert.Equal(t, "01", mustCall(t, rt, "session.info", map[string]any{"session_id": "01"})["name"])
+	assert.Equal(t, "ｄefault", mustCall(t, rt, "session.info", map[string]any{"session_id": "ｄefault"})["name"])
+	_, perr := callJSON(t, rt, "session.create", map[string]any{"name": "bad\nname"})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+}
+
 func TestDefaultSessionAndCheck(t *testing.T) {
 	rt := newRuntime(t, Options{})
 	mustCall(t, rt, "exec.run", map[string]any{"command": "cd /"})
@@ -338,6 +357,9 @@ func TestStats(t *testing.T) {
 	assert.EqualValues(t, 1, st["active_sessions"])
 	assert.EqualValues(t, 1, st["total_commands_run"])
 	assert.Greater(t, st["memory_rss_bytes"].(float64), float64(1<<20))
+	limits := st["limits"].(map[string]any)
+	assert.EqualValues(t, 256, limits["max_sessions"])
+	assert.EqualValues(t, 8<<20, limits["stream_window_bytes"])
 	p := mustCall(t, rt, "system.ping", nil)
 	assert.Equal(t, Version, p["version"])
 }

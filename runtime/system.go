@@ -38,7 +38,25 @@ func (rt *Runtime) systemStats(_ context.Context, call *protocol.Call) (*protoco
 		"goroutines":         goruntime.NumGoroutine(),
 		"open_fds":           openFDs(),
 		"version":            Version,
+		"limits":             rt.limits(),
 	}}, nil
+}
+
+// limits reports every configured limit, so an operator can see what a
+// LIMIT_EXCEEDED was about.
+func (rt *Runtime) limits() map[string]int64 {
+	l := map[string]int64{
+		"max_sessions":         int64(rt.sessions.MaxSessions()),
+		"max_output_bytes":     rt.opts.MaxOutputBytes,
+		"stream_window_bytes":  int64(rt.streams.Options().Window),
+		"stream_retain_s":      int64(rt.streams.Options().Retain.Seconds()),
+		"max_finished_streams": int64(rt.streams.Options().MaxFinished),
+		"max_timeout_s":        maxTimeoutS,
+	}
+	for k, v := range rt.opts.TransportLimits {
+		l[k] = v
+	}
+	return l
 }
 
 // rssBytes reads the daemon's resident set size from /proc/self/statm.

@@ -203,7 +203,7 @@ func (m *Manager) Get(ref string) (*Session, error) {
 	if s, ok := m.byName[ref]; ok {
 		return s, nil
 	}
-	return nil, fmt.Errorf("%w: no session with id or name %q; session.list shows the live ones", ErrNotFound, ref)
+	return nil, fmt.Errorf("%w: no session with id or name %.64q; session.list shows the live ones", ErrNotFound, ref)
 }
 
 // Default returns the session named "default", creating it with default
@@ -228,6 +228,9 @@ func (m *Manager) List() []*Session {
 	sort.Slice(out, func(i, j int) bool { return out[i].created.Before(out[j].created) })
 	return out
 }
+
+// MaxSessions is the configured cap on live sessions.
+func (m *Manager) MaxSessions() int { return m.opts.maxSessions() }
 
 // Len is the number of live sessions.
 func (m *Manager) Len() int {
