@@ -20,11 +20,12 @@ func call(args []string, stdout, stderr io.Writer) int {
 	instance := fs.String("instance", "default", "instance name: the socket is /tmp/trl-NAME.sock")
 	socket := fs.String("socket", "", "socket path (overrides --instance)")
 	timeout := fs.Duration("timeout", 0, "give up after this long (0: wait as long as the call takes)")
+	httpURL := fs.String("http", "", "call a daemon's HTTP transport at this URL (e.g. http://127.0.0.1:8765) with the token in TRL_AUTH_TOKEN")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(stderr, "usage: trl call [--socket PATH | --instance NAME] METHOD [PARAMS_JSON]")
+		fmt.Fprintln(stderr, "usage: trl call [--socket PATH | --instance NAME | --http URL] METHOD [PARAMS_JSON]")
 		return 2
 	}
 	method := fs.Arg(0)
@@ -35,6 +36,9 @@ func call(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "trl call: PARAMS_JSON is not valid JSON: %s\n", fs.Arg(1))
 			return 2
 		}
+	}
+	if *httpURL != "" {
+		return callHTTP(*httpURL, *timeout, method, params, stdout, stderr)
 	}
 	path := *socket
 	if path == "" {

@@ -21,9 +21,9 @@ import (
 const usage = `trl — the terminal runtime layer
 
 usage:
-  trl serve  [--instance NAME | --socket PATH] [--log-level LEVEL] [limits...]
+  trl serve  [--instance NAME | --socket PATH] [--http ADDR] [--log-level LEVEL] [limits...]
   trl stdio  [limits...]
-  trl call   [--socket PATH | --instance NAME] METHOD [PARAMS_JSON]
+  trl call   [--socket PATH | --instance NAME | --http URL] METHOD [PARAMS_JSON]
   trl version
 
 Run "trl serve --help" for the daemon's flags and limits.

@@ -45,6 +45,10 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 		Sessions: session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true},
 		Streams:  exec.StreamOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
 		Logger:   log,
+		TransportLimits: map[string]int64{
+			"max_message_bytes":     int64(l.maxMessageBytes),
+			"max_inflight_per_conn": int64(l.maxInFlight),
+		},
 	}
 	closeAudit := func() {}
 	if l.auditLog != "" {
@@ -66,6 +70,8 @@ func serve(args []string) int {
 	instance := fs.String("instance", "default", "instance name: the socket is /tmp/trl-NAME.sock")
 	socket := fs.String("socket", "", "socket path (overrides --instance)")
 	allowAnyUID := fs.Bool("allow-any-uid", false, "accept socket clients of any user (default: the daemon's own user and root)")
+	var hf httpFlags
+	hf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -88,6 +94,11 @@ func serve(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	hs, err := hf.listen(log, rt, l.maxMessageBytes)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot start")
+		return 1
+	}
 	srv, err := transport.ListenUnix(path, transport.UnixOptions{
 		Logger:          log,
 		AllowAnyUID:     *allowAnyUID,
@@ -95,17 +106,23 @@ func serve(args []string) int {
 		MaxInFlight:     l.maxInFlight,
 	})
 	if err != nil {
+		hs.close()
 		log.Error().Err(err).Msg("cannot listen")
 		return 1
 	}
 	log.Info().Str("socket", path).Str("version", runtime.Version).Int("pid", os.Getpid()).Msg("trl serving")
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), rt) }()
+	hs.serve(rt)
 
 	select {
 	case <-ctx.Done():
 	case err := <-served:
 		log.Error().Err(err).Msg("serve failed")
+		rt.Shutdown(context.Background())
+		return 1
+	case err := <-hs.failed():
+		log.Error().Err(err).Msg("HTTP serve failed")
 		rt.Shutdown(context.Background())
 		return 1
 	}
@@ -117,11 +134,13 @@ func serve(args []string) int {
 	defer cancel()
 	drained := make(chan error, 1)
 	go func() { drained <- srv.Shutdown(shutdownCtx) }()
+	httpDrained := hs.shutdown(shutdownCtx)
 	if err := rt.Shutdown(shutdownCtx); err != nil {
 		log.Warn().Err(err).Msg("requests still running at shutdown")
 	}
 	<-drained
 	<-served
+	httpDrained()
 	log.Info().Msg("stopped")
 	return 0
 }

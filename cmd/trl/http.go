@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/gateway"
+	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/transport"
+)
+
+// httpFlags are serve's HTTP and gateway flags.
+type httpFlags struct {
+	addr           string
+	headerTimeout  time.Duration
+	gatewayTimeout time.Duration
+	gatewayIdle    time.Duration
+}
+
+func (f *httpFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.addr, "http", "", "also serve HTTP on ADDR (e.g. 127.0.0.1:8765): POST /rpc, the gateway's POST /execute, GET /healthz; needs TRL_AUTH_TOKEN")
+	fs.DurationVar(&f.headerTimeout, "http-header-timeout", transport.DefaultHTTPReadHeaderTimeout, "HTTP clients must send their request headers within this")
+	fs.DurationVar(&f.gatewayTimeout, "gateway-timeout", gateway.DefaultTimeout, "a gateway call's timeout when the request sets none; match the gateway's config.timeoutMs (at most 180s)")
+	fs.DurationVar(&f.gatewayIdle, "gateway-idle", gateway.DefaultIdleTimeout, "destroy a gateway session after this long without a call")
+}
+
+// httpServing is the HTTP server and its gateway; a nil one (no --http)
+// does nothing.
+type httpServing struct {
+	srv    *transport.HTTPServer
+	gw     *gateway.Gateway
+	served chan error
+}
+
+// listen checks the token and binds the HTTP address; nil when --http was
+// not given. The token is read here and nowhere else in the daemon (through
+// secretEnv, since hideSecrets has moved TRL_* out of the environment).
+func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) (*httpServing, error) {
+	if f.addr == "" {
+		return nil, nil
+	}
+	token := secretEnv("TRL_AUTH_TOKEN")
+	if token == "" {
+		return nil, errors.New("--http needs a bearer token: set TRL_AUTH_TOKEN (e.g. export TRL_AUTH_TOKEN=$(openssl rand -hex 32)); refusing to serve HTTP without one")
+	}
+	gw := gateway.New(h, gateway.Options{DefaultTimeout: f.gatewayTimeout, IdleTimeout: f.gatewayIdle, MaxBodyBytes: int64(maxBody), Logger: log})
+	srv, err := transport.ListenHTTP(f.addr, transport.HTTPOptions{
+		Token:             token,
+		Gateway:           gw,
+		MaxBodyBytes:      int64(maxBody),
+		ReadHeaderTimeout: f.headerTimeout,
+		Logger:            log,
+	})
+	if err != nil {
+		gw.Close()
+		return nil, err
+	}
+	return &httpServing{srv: srv, gw: gw, served: make(chan error, 1)}, nil
+}
+
+// serve starts answering with h.
+func (s *httpServing) serve(h protocol.Handler) {
+	if s == nil {
+		return
+	}
+	go func() { s.served <- s.srv.Serve(context.Background(), h) }()
+}
+
+// failed delivers Serve's error if it returns before shutdown; never for nil.
+func (s *httpServing) failed() <-chan error {
+	if s == nil {
+		return nil
+	}
+	return s.served
+}
+
+// shutdown starts draining (alongside the runtime's shutdown, which ends
+// the commands the requests wait for) and returns a func that waits for it
+// and closes the gateway.
+func (s *httpServing) shutdown(ctx context.Context) (wait func()) {
+	if s == nil {
+		return func() {}
+	}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		s.srv.Shutdown(ctx)
+		<-s.served
+	}()
+	return func() {
+		<-drained
+		s.gw.Close()
+	}
+}
+
+// close ends a server that never got to serve (the socket failed).
+func (s *httpServing) close() {
+	if s == nil {
+		return
+	}
+	s.srv.Close()
+	s.gw.Close()
+}

@@ -1,0 +1,222 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Error codes a ToolResult carries besides trl's own (COMMAND_FAILED,
+// COMMAND_TIMEOUT, SESSION_BUSY, LIMIT_EXCEEDED, SHUTTING_DOWN,
+// INVALID_PARAMS, INTERNAL_ERROR).
+const (
+	codeToolNotFound = "TOOL_NOT_FOUND"
+	codeConflict     = "IDEMPOTENCY_CONFLICT"
+)
+
+// toolResult is seed 000 §4.1's ToolResult. Output is set on success, and
+// on a failed command so its output is not lost.
+type toolResult struct {
+	OK     bool       `json:"ok"`
+	Output *string    `json:"output,omitempty"`
+	Error  *toolError `json:"error,omitempty"`
+}
+
+type toolError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// update is one entry of seed 000 §4.2's updates: output as it came, with
+// when (RFC 3339 UTC, milliseconds) and from which stream.
+type update struct {
+	Delta  string `json:"delta"`
+	At     string `json:"at"`
+	Stream string `json:"stream"`
+}
+
+// wrapped is seed 000 §4.2's form with updates.
+type wrapped struct {
+	Updates []update   `json:"updates"`
+	Result  toolResult `json:"result"`
+}
+
+func failure(code, format string, args ...any) toolResult {
+	return toolResult{Error: &toolError{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+// encode marshals v as one line of JSON, leaving '<', '>' and '&' as they
+// are (they are command output, not HTML).
+func encode(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		b.Reset()
+		fmt.Fprintf(&b, `{"ok":false,"error":{"code":"INTERNAL_ERROR","message":%q}}`+"\n", "encoding the result: "+err.Error())
+	}
+	return b.Bytes()
+}
+
+// timeFormat is the seed's "2026-02-14T12:00:00.000Z".
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// collector gathers a command's output: each stream head and tail within a
+// budget for the result, and the chunks as they came for updates, merged
+// per stream over short intervals and capped.
+type collector struct {
+	stdout, stderr outputClip
+	interval       time.Duration // chunks of one stream closer than this merge
+
+	updates     []update
+	lastStart   time.Time // when the last update's first chunk came
+	updateBytes int
+	maxUpdates  int
+	maxBytes    int
+	first, last time.Time // first and last chunk
+}
+
+func newCollector(budget int, interval time.Duration) *collector {
+	return &collector{
+		stdout:     outputClip{max: budget},
+		stderr:     outputClip{max: budget},
+		interval:   interval,
+		maxUpdates: 1000,
+		maxBytes:   budget,
+	}
+}
+
+// add records one chunk of output that arrived at at. lost counts bytes of
+// the stream that were dropped before it (a reader that fell behind).
+func (c *collector) add(stream, data string, lost int64, at time.Time) {
+	cl := &c.stdout
+	if stream == "stderr" {
+		cl = &c.stderr
+	}
+	if lost > 0 {
+		cl.skip(lost)
+	}
+	cl.write(data)
+	if data == "" {
+		return
+	}
+	if c.first.IsZero() {
+		c.first = at
+	}
+	c.last = at
+	n := len(c.updates)
+	if n > 0 && c.updates[n-1].Stream == stream && at.Sub(c.lastStart) < c.interval {
+		if c.updateBytes+len(data) <= c.maxBytes {
+			c.updates[n-1].Delta += data
+			c.updateBytes += len(data)
+		}
+		return
+	}
+	if n >= c.maxUpdates || c.updateBytes+len(data) > c.maxBytes {
+		return
+	}
+	c.updates = append(c.updates, update{Delta: data, At: at.UTC().Format(timeFormat), Stream: stream})
+	c.updateBytes += len(data)
+	c.lastStart = at
+}
+
+// overTime reports whether the output came over a span worth reporting as
+// updates rather than all at once.
+func (c *collector) overTime() bool {
+	return len(c.updates) >= 2 && c.last.Sub(c.first) >= c.interval
+}
+
+// output is stdout, then stderr, on a new line when stdout did not end one.
+func (c *collector) output() string {
+	out, errs := c.stdout.String(), c.stderr.String()
+	if out != "" && errs != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	return out + errs
+}
+
+// body renders res, in the wrapped form with updates when the output came
+// over time.
+func (c *collector) body(res toolResult) []byte {
+	if c.overTime() {
+		return encode(wrapped{Updates: c.updates, Result: res})
+	}
+	return encode(res)
+}
+
+// outputClip keeps the first and the last max/2 bytes of what is written to it,
+// so memory stays bounded however much a command prints.
+type outputClip struct {
+	max    int
+	head   []byte
+	tail   []byte // the most recent bytes; trimmed to max/2 when it reaches max
+	total  int64
+	closed bool // the head is done (full, or bytes were lost after it)
+}
+
+func (c *outputClip) write(s string) {
+	c.total += int64(len(s))
+	if !c.closed {
+		room := c.max/2 - len(c.head)
+		n := min(room, len(s))
+		c.head = append(c.head, s[:n]...)
+		s = s[n:]
+		if len(c.head) >= c.max/2 {
+			c.closed = true
+		}
+	}
+	if s == "" {
+		return
+	}
+	keep := c.max - c.max/2
+	if len(s) > keep {
+		s = s[len(s)-keep:]
+		c.tail = c.tail[:0]
+	}
+	c.tail = append(c.tail, s...)
+	if len(c.tail) >= 2*keep {
+		n := copy(c.tail, c.tail[len(c.tail)-keep:])
+		c.tail = c.tail[:n]
+	}
+}
+
+// skip records n bytes that were lost.
+func (c *outputClip) skip(n int64) {
+	c.total += n
+	c.closed = true
+}
+
+// String is the head and the tail, with a note of how many bytes were left
+// out between them. Cuts are moved to character boundaries.
+func (c *outputClip) String() string {
+	keep := c.max - c.max/2
+	tail := c.tail
+	if len(tail) > keep {
+		tail = tail[len(tail)-keep:]
+	}
+	if c.total == int64(len(c.head))+int64(len(tail)) {
+		return string(c.head) + string(tail)
+	}
+	head := c.head
+	for i := 0; i < utf8.UTFMax && len(head) > 0; i++ {
+		if r, size := utf8.DecodeLastRune(head); r != utf8.RuneError || size != 1 {
+			break
+		}
+		head = head[:len(head)-1]
+	}
+	for i := 0; i < utf8.UTFMax && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
+		tail = tail[1:]
+	}
+	omitted := c.total - int64(len(head)) - int64(len(tail))
+	var b strings.Builder
+	b.Write(head)
+	if len(head) > 0 && head[len(head)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "[... trl: %d bytes of output omitted ...]\n", omitted)
+	b.Write(tail)
+	return b.String()
+}
