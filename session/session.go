@@ -370,7 +370,7 @@ func exitCode(ps *os.ProcessState) int {
 func (s *Session) readControl() {
 	defer s.readers.Done()
 	rp := recordParser{prefix: []byte(recordPrefix(s.nonce))}
-	buf := make([]byte, 4096)
+	buf := make([]byte, 512) // records are short; this is held while idle
 	first := true
 	for {
 		n, err := s.ctlR.Read(buf)
@@ -402,12 +402,16 @@ func (s *Session) readControl() {
 // order even when a drain runs concurrently.
 func (s *Session) pump(rc syscall.RawConn, stream Stream) {
 	defer s.readers.Done()
-	buf := make([]byte, 32*1024)
 	var rerr error
 	for {
 		err := rc.Read(func(fd uintptr) bool {
 			s.ioMu.Lock()
 			defer s.ioMu.Unlock()
+			// An idle session holds no read buffer: one is borrowed only
+			// while the fd has data.
+			bp := readBufs.Get().(*[]byte)
+			defer readBufs.Put(bp)
+			buf := *bp
 			n, e := unix.Read(int(fd), buf)
 			if e == unix.EAGAIN || e == unix.EINTR {
 				return false
@@ -430,6 +434,12 @@ func (s *Session) pump(rc syscall.RawConn, stream Stream) {
 	}
 }
 
+// readBufs are the buffers output is read into; sinks copy what they keep.
+var readBufs = sync.Pool{New: func() any {
+	b := make([]byte, 32*1024)
+	return &b
+}}
+
 // deliver hands bytes to the running job, or drops them when none runs
 // (output of a background job between commands). Called with ioMu held.
 func (s *Session) deliver(stream Stream, p []byte) {
@@ -442,7 +452,9 @@ func (s *Session) deliver(stream Stream, p []byte) {
 
 // drain reads fd until it would block. Called with ioMu held.
 func (s *Session) drain(rc syscall.RawConn, stream Stream) {
-	buf := make([]byte, 32*1024)
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	buf := *bp
 	rc.Control(func(fd uintptr) {
 		for {
 			n, err := unix.Read(int(fd), buf)
