@@ -14,8 +14,9 @@ import (
 // Shell is what an Execution needs of a session.
 type Shell interface {
 	Start(c session.Command, sink session.Sink) (*session.Job, error)
-	Signal(sig unix.Signal) (unix.Signal, error)
-	Kill()
+	// Signal and Kill act only while job is the one running.
+	Signal(job *session.Job, sig unix.Signal) (unix.Signal, error)
+	Kill(job *session.Job)
 }
 
 // Errors the method table maps to wire codes.
@@ -44,12 +45,8 @@ func (r Request) Validate() error {
 	if strings.ContainsRune(r.Command, 0) {
 		return fmt.Errorf("%w: command contains a NUL byte, which no shell can run", ErrInvalid)
 	}
-	if r.Stdin != nil && strings.ContainsRune(*r.Stdin, 0) {
-		// A NUL in stdin is fine for the file we write, but JSON text
-		// cannot hold raw bytes anyway; allow it.
-	}
 	if err := session.CheckEnv(r.Env); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), session.ErrInvalid.Error()+": "))
 	}
 	if r.Timeout < 0 {
 		return fmt.Errorf("%w: timeout_s must not be negative", ErrInvalid)
@@ -104,15 +101,18 @@ func Start(shell Shell, r Request, sink session.Sink) (*Execution, error) {
 func (e *Execution) watch(timeout time.Duration) {
 	defer close(e.done)
 	if timeout > 0 {
+		// Each step acts on this command only: if it has just ended, the
+		// signal goes nowhere rather than to the next command.
 		steps := []func(){
 			func() {
-				e.mu.Lock()
-				e.timedOut = true
-				e.mu.Unlock()
-				e.shell.Signal(unix.SIGINT)
+				if _, err := e.shell.Signal(e.job, unix.SIGINT); err == nil {
+					e.mu.Lock()
+					e.timedOut = true
+					e.mu.Unlock()
+				}
 			},
-			func() { e.shell.Signal(unix.SIGKILL) },
-			func() { e.shell.Kill() },
+			func() { e.shell.Signal(e.job, unix.SIGKILL) },
+			func() { e.shell.Kill(e.job) },
 		}
 		wait := timeout
 		for _, step := range steps {
@@ -149,10 +149,13 @@ func (e *Execution) finish() {
 // Cancel sends sig to the running command and marks it canceled. It
 // returns the signal actually sent (see session.Signal).
 func (e *Execution) Cancel(sig unix.Signal) (unix.Signal, error) {
-	e.mu.Lock()
-	e.canceled = true
-	e.mu.Unlock()
-	return e.shell.Signal(sig)
+	sent, err := e.shell.Signal(e.job, sig)
+	if err == nil {
+		e.mu.Lock()
+		e.canceled = true
+		e.mu.Unlock()
+	}
+	return sent, err
 }
 
 // Done is closed when the command has ended and its output is delivered.

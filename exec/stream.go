@@ -70,18 +70,37 @@ func (s *Stream) Output(st session.Stream, p []byte) {
 	s.store(st, p)
 }
 
-// store appends a copy of p as a chunk and evicts the oldest chunks beyond
-// the window. Called with mu held.
+// chunkOverhead is what a chunk costs beyond its data (the struct and the
+// allocation's header), counted against the window so that a writer of
+// tiny pieces cannot make a window of bytes hold far more in memory.
+const chunkOverhead = 64
+
+// coalesceBelow: a write joins the last chunk, when it is of the same
+// stream, while that chunk is smaller than this.
+const coalesceBelow = 4 << 10
+
+// store appends a copy of p, to the last chunk when it is small and of the
+// same stream or as a new chunk, and evicts the oldest chunks beyond the
+// window. The window counts memory (capacity plus chunkOverhead), not just
+// output bytes, so no pattern of writes can make it hold more. Called with
+// mu held.
 func (s *Stream) store(st session.Stream, p []byte) {
 	if len(p) == 0 {
 		return
 	}
-	data := append([]byte(nil), p...)
-	s.chunks = append(s.chunks, chunk{stream: st, offset: s.totals[st], data: data})
-	s.totals[st] += int64(len(data))
-	s.bytes += len(data)
+	if n := len(s.chunks); n > 0 && s.chunks[n-1].stream == st && len(s.chunks[n-1].data) < coalesceBelow {
+		last := &s.chunks[n-1]
+		before := cap(last.data)
+		last.data = append(last.data, p...)
+		s.bytes += cap(last.data) - before
+	} else {
+		data := append([]byte(nil), p...)
+		s.chunks = append(s.chunks, chunk{stream: st, offset: s.totals[st], data: data})
+		s.bytes += cap(data) + chunkOverhead
+	}
+	s.totals[st] += int64(len(p))
 	for s.bytes > s.window && len(s.chunks) > 1 {
-		s.bytes -= len(s.chunks[0].data)
+		s.bytes -= cap(s.chunks[0].data) + chunkOverhead
 		s.chunks[0] = chunk{}
 		s.chunks = s.chunks[1:]
 		s.first++
@@ -184,7 +203,11 @@ func (r *Reader) collect() []Chunk {
 	budget := 4 * maxChunk
 	for i := r.next - s.first; i < int64(len(s.chunks)) && budget > 0; i++ {
 		c := s.chunks[i]
-		r.next++
+		// The last chunk may still grow: stay on it, the offsets say
+		// what has been seen.
+		if i < int64(len(s.chunks))-1 {
+			r.next++
+		}
 		end := c.offset + int64(len(c.data))
 		if end <= r.want[c.stream] {
 			continue // already seen or skipped by the reader
@@ -243,9 +266,11 @@ func (s *Stream) ReadAt(st session.Stream, offset int64, limit int) (data []byte
 		}
 		part := c.data[from:]
 		if len(part) > room {
-			part = part[:room]
-			// Do not end inside a character.
-			part = trimIncompleteEnd(part)
+			// Do not end inside a character; and stop here, so that what
+			// is returned is contiguous.
+			part = trimIncompleteEnd(part[:room])
+			data = append(data, part...)
+			break
 		}
 		data = append(data, part...)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/trl-project/trl/exec"
 	"github.com/trl-project/trl/protocol"
 )
 
@@ -61,7 +62,9 @@ func TestStreamLargeInOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 MB stream")
 	}
-	rt := newRuntime(t, Options{})
+	// Under -race this in-process reader is slower than the PTY; a large
+	// window keeps the test about order and completeness, not speed.
+	rt := newRuntime(t, Options{Streams: exec.StreamOptions{Window: 96 << 20}})
 	const mb = 200
 	// seq prints numbered lines: their order proves nothing was reordered.
 	_, reply := stream(t, rt, map[string]any{"command": "seq 1 30000000 | head -c 209715200"})

@@ -35,7 +35,7 @@ func (s *sink) Output(_ Stream, p []byte) {
 }
 
 func newManager(t *testing.T) *Manager {
-	m := NewManager(Options{Logger: zerolog.Nop(), Subreaper: true})
+	m := NewManager(Options{Logger: testLogger(), Subreaper: true})
 	t.Cleanup(m.CloseAll)
 	return m
 }
@@ -160,7 +160,7 @@ func TestKillEndsEscapes(t *testing.T) {
 	tag := numTag()
 	runIn(t, s, "setsid sleep 4001"+tag+" &")
 	require.Eventually(t, func() bool { return len(procsMatching(tag)) == 1 }, 5*time.Second, 20*time.Millisecond)
-	s.Kill()
+	s.Kill(nil)
 	assert.Empty(t, procsMatching(tag))
 	assert.Equal(t, StateExited, waitState(s, StateExited))
 }
@@ -273,4 +273,11 @@ func numTag() string { return fmt.Sprintf(".%06d", time.Now().UnixNano()%1000000
 
 func isErr(err, target error) bool {
 	return err != nil && strings.Contains(err.Error(), target.Error())
+}
+
+func testLogger() zerolog.Logger {
+	if os.Getenv("TRL_TEST_DEBUG") != "" {
+		return zerolog.New(zerolog.NewConsoleWriter(func(w *zerolog.ConsoleWriter) { w.Out = os.Stderr; w.NoColor = true })).Level(zerolog.TraceLevel)
+	}
+	return zerolog.Nop()
 }

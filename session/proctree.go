@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,10 +20,36 @@ type tree struct {
 	sid    int    // the shell's pid, leader of its terminal session
 	marker []byte // "TRL_SESSION_ID=<id>\x00"
 	cg     *cgroup
+	// reapedAt is 0 while the shell lives, then the time it was reaped
+	// (clock ticks since boot, as /proc/PID/stat counts start times). The
+	// session id stays the shell's while any member lives, but once none
+	// does the pid may be reused: a process with that session id belongs
+	// to the tree only if it started before the shell was reaped.
+	reapedAt *atomic.Int64
 }
 
 func newTree(sid int, id string, cg *cgroup) tree {
-	return tree{sid: sid, marker: []byte("TRL_SESSION_ID=" + id + "\x00"), cg: cg}
+	return tree{sid: sid, marker: []byte("TRL_SESSION_ID=" + id + "\x00"), cg: cg, reapedAt: new(atomic.Int64)}
+}
+
+func (t tree) shellGone() { t.reapedAt.Store(max(ticksSinceBoot(), 1)) }
+
+// ticksSinceBoot reads /proc/uptime in the clock ticks (USER_HZ, 100 on
+// Linux) that /proc/PID/stat uses for start times.
+func ticksSinceBoot() int64 {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 1
+	}
+	f := bytes.Fields(b)
+	if len(f) == 0 {
+		return 1
+	}
+	sec, err := strconv.ParseFloat(string(f[0]), 64)
+	if err != nil {
+		return 1
+	}
+	return int64(sec*100) + 1
 }
 
 // kill ends every process of the tree, the shell first so that nothing
@@ -30,7 +57,10 @@ func newTree(sid int, id string, cg *cgroup) tree {
 // forking while it is killed does not survive) or limit passes. It
 // reports whether the tree is gone.
 func (t tree) kill(limit time.Duration) bool {
-	unix.Kill(t.sid, unix.SIGKILL)
+	if t.reapedAt.Load() == 0 {
+		// Not reaped yet, so the pid is still the shell's.
+		unix.Kill(t.sid, unix.SIGKILL)
+	}
 	if t.cg != nil {
 		t.cg.kill()
 	}
@@ -93,7 +123,9 @@ func (t tree) owns(pid int) bool {
 		return false
 	}
 	if st.sid == t.sid {
-		return true
+		if at := t.reapedAt.Load(); at == 0 || st.start <= at {
+			return true
+		}
 	}
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	return err == nil && hasEntry(env, t.marker)
@@ -117,6 +149,7 @@ func hasEntry(env, e []byte) bool {
 type procStat struct {
 	state           byte
 	ppid, pgrp, sid int
+	start           int64 // clock ticks since boot
 }
 
 // readStat parses /proc/PID/stat. The command name may hold spaces and
@@ -138,6 +171,9 @@ func readStat(pid int) (procStat, bool) {
 	st.ppid, _ = strconv.Atoi(string(f[1]))
 	st.pgrp, _ = strconv.Atoi(string(f[2]))
 	st.sid, _ = strconv.Atoi(string(f[3]))
+	if len(f) > 19 {
+		st.start, _ = strconv.ParseInt(string(f[19]), 10, 64)
+	}
 	return st, true
 }
 

@@ -24,24 +24,24 @@ type reaper struct {
 
 var (
 	theReaper     *reaper
+	theReaperErr  error
 	theReaperOnce sync.Once
 )
 
-// enableReaper turns the reaper on for this process; it stays on.
+// enableReaper turns the reaper on for this process; it stays on. Every
+// call returns the first call's outcome.
 func enableReaper() error {
-	var err error
 	theReaperOnce.Do(func() {
-		if err = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		if theReaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); theReaperErr != nil {
 			return
 		}
 		theReaper = &reaper{
 			waiters: map[int]chan unix.WaitStatus{},
-			early:   map[int]unix.WaitStatus{},
 			kick:    make(chan struct{}, 1),
 		}
 		go theReaper.loop()
 	})
-	return err
+	return theReaperErr
 }
 
 // loop reaps every child of the process, forever: the reaper lives as long
@@ -58,37 +58,31 @@ func (r *reaper) loop() {
 			<-r.kick
 			continue
 		}
+		// Statuses nobody waits for (re-parented orphans) are dropped.
 		r.mu.Lock()
 		if ch, ok := r.waiters[pid]; ok {
 			delete(r.waiters, pid)
 			ch <- ws
-		} else {
-			r.early[pid] = ws
 		}
 		r.mu.Unlock()
 	}
 }
 
-// started tells the reaper a child exists, and returns the channel its
-// status will arrive on.
-func (r *reaper) started(pid int) <-chan unix.WaitStatus {
-	ch := make(chan unix.WaitStatus, 1)
+// spawn runs start, which starts one child and returns its pid, and
+// returns the channel the child's status will arrive on.
+func (r *reaper) spawn(start func() (int, error)) (<-chan unix.WaitStatus, error) {
 	r.mu.Lock()
-	if ws, ok := r.early[pid]; ok {
-		delete(r.early, pid)
-		ch <- ws
-	} else {
-		r.waiters[pid] = ch
+	pid, err := start()
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
 	}
-	// Statuses of processes nobody waits for (re-parented orphans) are
-	// dropped here, so early does not grow.
-	for p := range r.early {
-		delete(r.early, p)
-	}
+	ch := make(chan unix.WaitStatus, 1)
+	r.waiters[pid] = ch
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
 	default:
 	}
-	return ch
+	return ch, nil
 }

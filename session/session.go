@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +42,7 @@ type Session struct {
 	cmdW   *os.File // write end of the command pipe (shell's fd 0)
 	ctlR   *os.File // read end of the control pipe (shell's fd 2)
 	errR   *os.File // read end of the stderr pipe (commands' fd 2)
+	errW   *os.File // its write end, kept so the shell can reopen it (see settle)
 	ptmRaw syscall.RawConn
 	errRaw syscall.RawConn
 	tmpDir string // private directory for stdin files
@@ -61,8 +64,15 @@ type Session struct {
 	lastUsed time.Time
 	commands int64
 	seq      int64 // sequence number of the last command line sent
-	exitCode *int
-	closing  bool
+	// lastRecord is the sequence number of the last prompt record the
+	// control reader has seen, set before it takes mu to complete.
+	lastRecord atomic.Int64
+	exitCode   *int
+	closing    bool
+	// resync is set when the shell itself was sent SIGINT: the next
+	// command waits until a plain line has made the round trip (see
+	// settle).
+	resync bool
 
 	ready   chan struct{} // closed at the first prompt record
 	exited  chan struct{} // closed when the shell has been reaped
@@ -75,11 +85,16 @@ type Job struct {
 	seq   int64
 	sink  Sink
 	stdin string // stdin file to remove afterwards
-	// interrupted is set once Signal has hit the shell or the command;
-	// guarded by Session.mu.
-	interrupted bool
-	done        chan struct{}
-	status      Status
+	// started is set when the shell's start record for this line arrives:
+	// from then on the line is being executed, so SIGINT to the shell
+	// interrupts it rather than a line still being read. pendingINT is an
+	// interrupt asked for before that, sent when the record comes. Both
+	// are guarded by Session.mu.
+	started    bool
+	startedAt  time.Time
+	pendingINT bool
+	done       chan struct{}
+	status     Status
 }
 
 // Done is closed when the command has ended and all its output has been
@@ -168,9 +183,8 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		ctlR.Close()
 		return err
 	}
-	toClose = append(toClose, errW)
 	// From here on, Close releases what we hold.
-	s.ptm, s.cmdW, s.ctlR, s.errR = ptm, cmdW, ctlR, errR
+	s.ptm, s.cmdW, s.ctlR, s.errR, s.errW = ptm, cmdW, ctlR, errR, errW
 	fail := func(e error) error {
 		s.closeFiles()
 		return e
@@ -199,14 +213,30 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		attr.Sys.UseCgroupFD = true
 		attr.Sys.CgroupFD = int(s.cg.fd.Fd())
 	}
-	proc, err := os.StartProcess(s.cfg.Shell, argv, attr)
-	if err != nil && s.cg != nil {
-		// clone3 into a cgroup can be refused (seccomp, old kernel):
-		// start without, and rely on /proc scans.
-		s.cg.remove()
-		s.cg = nil
-		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
-		proc, err = os.StartProcess(s.cfg.Shell, argv, attr)
+	startShell := func() (*os.Process, error) {
+		proc, err := os.StartProcess(s.cfg.Shell, argv, attr)
+		if err != nil && s.cg != nil {
+			// clone3 into a cgroup can be refused (seccomp, old
+			// kernel): start without, and rely on /proc scans.
+			s.cg.remove()
+			s.cg = nil
+			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
+			proc, err = os.StartProcess(s.cfg.Shell, argv, attr)
+		}
+		return proc, err
+	}
+	var proc *os.Process
+	if subreaper {
+		s.status, err = theReaper.spawn(func() (int, error) {
+			p, err := startShell()
+			if err != nil {
+				return 0, err
+			}
+			proc = p
+			return p.Pid, nil
+		})
+	} else {
+		proc, err = startShell()
 	}
 	if err != nil {
 		os.RemoveAll(s.tmpDir)
@@ -214,9 +244,6 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	}
 	s.proc, s.pid = proc, proc.Pid
 	s.tree = newTree(proc.Pid, s.id, s.cg)
-	if subreaper {
-		s.status = theReaper.started(proc.Pid)
-	}
 	s.log = s.log.With().Int("pid", proc.Pid).Logger()
 
 	s.readers.Add(3)
@@ -349,6 +376,8 @@ func (s *Session) reap() {
 	} else if state, err := s.proc.Wait(); err == nil {
 		code = exitCode(state)
 	}
+	// From now on the shell's pid may be reused: the tree stops using it.
+	s.tree.shellGone()
 	s.mu.Lock()
 	s.exitCode = &code
 	s.state = StateExited
@@ -376,19 +405,31 @@ func (s *Session) readControl() {
 		n, err := s.ctlR.Read(buf)
 		if n > 0 {
 			recs, noise := rp.feed(buf[:n])
+			// Publish the end records of this batch before acting on any
+			// of it, so that a start record handled first does not send
+			// an interrupt to a line already over.
+			for _, r := range recs {
+				if !r.start && !first && r.seq > s.lastRecord.Load() {
+					s.lastRecord.Store(r.seq)
+				}
+			}
+			s.log.Trace().Bytes("ctl", buf[:n]).Msg("control")
 			if len(noise) > 0 {
 				s.log.Debug().Bytes("noise", noise).Msg("shell said")
 			}
 			for _, r := range recs {
-				if first {
+				switch {
+				case r.start:
+					s.started(r.seq)
+				case first:
 					first = false
 					close(s.ready)
 					s.mu.Lock()
 					s.cwd = r.cwd
 					s.mu.Unlock()
-					continue
+				default:
+					s.complete(r.seq, Status{ExitCode: r.status, Cwd: r.cwd})
 				}
-				s.complete(r.seq, Status{ExitCode: r.status, Cwd: r.cwd})
 			}
 		}
 		if err != nil {
@@ -476,24 +517,15 @@ func (s *Session) complete(seq int64, st Status) {
 	s.mu.Lock()
 	s.ioMu.Lock()
 	j := s.job
-	if j == nil || (seq >= 0 && seq > j.seq) {
+	if j == nil || (seq >= 0 && seq != j.seq) {
+		// A prompt printed again for a line already answered (a shell
+		// re-prompts when interrupted while idle) or for none at all.
 		s.ioMu.Unlock()
 		s.mu.Unlock()
 		if seq >= 0 {
-			s.log.Warn().Int64("seq", seq).Msg("prompt record with no matching command ignored")
+			s.log.Debug().Int64("seq", seq).Msg("prompt record with no matching command ignored")
 		}
 		return
-	}
-	if seq >= 0 && seq < j.seq {
-		// The shell abandoned the line before its first assignment ran,
-		// or (bash) re-displayed its previous prompt after a syntax
-		// error inside eval: either way the command is over.
-		st.Cwd = s.cwd
-		if j.interrupted {
-			st.ExitCode = 130
-		} else {
-			st.ExitCode = 2
-		}
 	}
 	s.drain(s.ptmRaw, Stdout)
 	s.drain(s.errRaw, Stderr)
@@ -527,6 +559,13 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", ErrBusy, s.id)
 	}
+	if s.resync {
+		s.resync = false
+		if err := s.settle(); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
 	if s.dialect.source {
 		if err := os.WriteFile(s.cmdFile(), []byte(c.Text), 0o600); err != nil {
 			s.mu.Unlock()
@@ -555,9 +594,10 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	s.state = StateBusy
 	s.commands++
 	s.lastUsed = time.Now().UTC()
-	line := s.dialect.commandLine(j.seq, c, s.cmdFile(), j.stdin)
+	line := s.dialect.commandLine(s.nonce, j.seq, c, s.cmdFile(), j.stdin)
 	s.mu.Unlock()
 
+	s.log.Trace().Bytes("line", line).Msg("send")
 	if _, err := s.cmdW.Write(line); err != nil {
 		// The shell is gone; reap completes the job with its status.
 		s.log.Debug().Err(err).Msg("write command")
@@ -565,40 +605,190 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	return j, nil
 }
 
+// settle makes sure the shell is reading commands again after it was
+// sent SIGINT: an interrupt that reaches a shell just as it finishes a
+// line makes it drop the next line it reads, and bash interrupted while
+// it undoes a line's redirections can leave fd 3 or 4 closed. A line that
+// reopens those two if need be (the terminal, and the stderr pipe through
+// the daemon's own fd) is sent, and sent again under a new sequence
+// number until its prompt record comes back; only then does the real
+// command follow. Called with mu held; it
+// releases mu while it waits, holding the session busy.
+func (s *Session) settle() error {
+	for attempt := 0; attempt < 10; attempt++ {
+		s.seq++
+		j := &Job{seq: s.seq, sink: discard{}, done: make(chan struct{}), started: true}
+		s.ioMu.Lock()
+		s.job = j
+		s.ioMu.Unlock()
+		s.state = StateBusy
+		line := []byte(s.dialect.seqVar + strconv.FormatInt(j.seq, 10) +
+			"; { : <&3; } 2>/dev/null || exec 3<>/dev/tty; { : >&4; } 2>/dev/null || exec 4>" + s.errPath() + "\n")
+		s.mu.Unlock()
+		s.cmdW.Write(line)
+		select {
+		case <-j.Done():
+			s.mu.Lock()
+			if s.state == StateExited || s.closing {
+				return fmt.Errorf("%w: session %s's shell has exited; create a new session", ErrExited, s.id)
+			}
+			return nil
+		case <-time.After(time.Duration(50*(attempt+1)) * time.Millisecond):
+		}
+		s.mu.Lock()
+		if s.job == j {
+			s.ioMu.Lock()
+			s.job = nil
+			s.ioMu.Unlock()
+		}
+		if s.state == StateExited || s.closing {
+			return fmt.Errorf("%w: session %s's shell has exited; create a new session", ErrExited, s.id)
+		}
+		s.log.Debug().Int64("seq", j.seq).Msg("shell dropped a line after an interrupt; sending another")
+	}
+	return fmt.Errorf("%w: session %s's shell stopped reading commands after an interrupt; destroy it", ErrExited, s.id)
+}
+
+// errPath names the stderr pipe's write end as the shell can open it.
+func (s *Session) errPath() string {
+	return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), s.errW.Fd())
+}
+
+// discard is the sink of lines trl sends for itself.
+type discard struct{}
+
+func (discard) Output(Stream, []byte) {}
+
 // cmdFile is where source dialects find the command text.
 func (s *Session) cmdFile() string { return s.tmpDir + "/command" }
 
-// ErrNoForeground is returned by Signal when nothing runs.
+// ErrNoForeground is returned by Signal when the job is not running.
 var ErrNoForeground = errors.New("no command is running")
 
-// Signal sends sig to the running command's process group: the terminal's
-// foreground group. When that group is the shell's own (a builtin such as
-// a `while` loop is running), the shell gets SIGINT instead, whatever sig
-// was asked: that is what interrupts a builtin, and any other signal would
-// end the session rather than the command.
-func (s *Session) Signal(sig unix.Signal) (unix.Signal, error) {
+// Signal sends sig to job's process group, the terminal's foreground
+// group, if job is still the one running. When that group is the shell's
+// own (a builtin such as a `while` loop runs), the shell gets SIGINT,
+// whatever sig was asked: that is what interrupts a builtin, and any other
+// signal would end the session rather than the command. The shell is only
+// interrupted while it executes job's line — after the line's start record
+// and before its prompt record — never while it reads a line or waits for
+// the next one, where an interrupt would abandon or disturb another
+// command. An interrupt asked for before the start record is sent when it
+// arrives. It returns the signal sent (or to be sent).
+func (s *Session) Signal(job *Job, sig unix.Signal) (unix.Signal, error) {
 	s.mu.Lock()
-	running := s.job != nil && !s.closing && s.state != StateExited
-	if running {
-		s.job.interrupted = true
-	}
-	s.mu.Unlock()
-	if !running {
+	defer s.mu.Unlock()
+	if s.job != job || job == nil || s.closing || s.state == StateExited {
 		return 0, ErrNoForeground
 	}
 	pgrp, err := s.foreground()
 	if err != nil {
 		return 0, err
 	}
-	if pgrp <= 0 || pgrp == s.pid {
-		sig = unix.SIGINT
-		pgrp = s.pid
+	if pgrp > 0 && pgrp != s.pid {
+		if err := unix.Kill(-pgrp, sig); err != nil && err != unix.ESRCH {
+			return 0, err
+		}
+		s.log.Debug().Int("pgrp", pgrp).Str("signal", unix.SignalName(sig)).Msg("signaled")
+		return sig, nil
 	}
-	if err := unix.Kill(-pgrp, sig); err != nil && err != unix.ESRCH {
+	if !job.started {
+		job.pendingINT = true
+		return unix.SIGINT, nil
+	}
+	if !s.interruptSoon(job) {
+		return 0, ErrNoForeground
+	}
+	return unix.SIGINT, nil
+}
+
+// shellSettle is how long after a line's start record the shell may be
+// interrupted: in the first moments it is still setting up the line's
+// redirections, and bash, interrupted there, leaves them half undone.
+const shellSettle = 30 * time.Millisecond
+
+// interruptSoon interrupts the shell running job's line, now or, early in
+// the line, once shellSettle has passed (if the command still runs then).
+// Called with mu held.
+func (s *Session) interruptSoon(job *Job) bool {
+	wait := shellSettle - time.Since(job.startedAt)
+	if wait <= 0 {
+		return s.interruptShell(job)
+	}
+	time.AfterFunc(wait, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.job != job || s.closing || s.state == StateExited {
+			return
+		}
+		if pgrp, err := s.foreground(); err == nil && pgrp > 0 && pgrp != s.pid {
+			unix.Kill(-pgrp, unix.SIGINT)
+			return
+		}
+		s.interruptShell(job)
+	})
+	return true
+}
+
+// interruptShell sends SIGINT to the shell while it executes job's line.
+// It declines when the line's prompt record has been written: the line is
+// over and the shell about to wait for the next. Called with mu held.
+func (s *Session) interruptShell(job *Job) bool {
+	for i := 0; ; i++ {
+		if s.lastRecord.Load() >= job.seq {
+			return false
+		}
+		if n, err := s.pendingControl(); err == nil && n == 0 {
+			break
+		}
+		// Bytes are waiting on the control pipe: let the reader take
+		// them (it reads without mu) and look again.
+		if i == 100 {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := unix.Kill(s.pid, unix.SIGINT); err != nil {
+		return false
+	}
+	s.resync = true
+	s.log.Debug().Msg("interrupted the shell")
+	return true
+}
+
+// pendingControl is how many bytes wait unread on the control pipe.
+func (s *Session) pendingControl() (int, error) {
+	rc, err := s.ctlR.SyscallConn()
+	if err != nil {
 		return 0, err
 	}
-	s.log.Debug().Int("pgrp", pgrp).Str("signal", unix.SignalName(sig)).Msg("signaled")
-	return sig, nil
+	var n int
+	var ioErr error
+	if err := rc.Control(func(fd uintptr) { n, ioErr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil {
+		return 0, err
+	}
+	return n, ioErr
+}
+
+// started records that the shell began executing line seq, and sends an
+// interrupt that was asked for before.
+func (s *Session) started(seq int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.job
+	if j == nil || j.seq != seq || j.started {
+		return
+	}
+	j.started = true
+	j.startedAt = time.Now()
+	if j.pendingINT {
+		j.pendingINT = false
+		if pgrp, err := s.foreground(); err == nil && pgrp > 0 && pgrp != s.pid {
+			unix.Kill(-pgrp, unix.SIGINT)
+		} else {
+			s.interruptSoon(j)
+		}
+	}
 }
 
 // foreground is the terminal's foreground process group.
@@ -614,9 +804,20 @@ func (s *Session) foreground() (int, error) {
 	return pgrp, err
 }
 
-// Kill ends the shell and every process it started at once. The running
-// job, if any, completes with the shell's status.
-func (s *Session) Kill() {
+// Kill ends the shell and every process it started at once, if job is
+// still the one running (nil: whatever runs). The job completes with the
+// shell's status.
+func (s *Session) Kill(job *Job) {
+	s.mu.Lock()
+	other := job != nil && s.job != job
+	s.mu.Unlock()
+	if other {
+		return
+	}
+	s.killTree()
+}
+
+func (s *Session) killTree() {
 	if !s.tree.kill(2 * time.Second) {
 		s.log.Error().Msg("processes of the session survived 2 s of SIGKILL")
 	}
@@ -636,7 +837,7 @@ func (s *Session) Close() {
 	s.mu.Unlock()
 
 	if s.proc != nil {
-		s.Kill()
+		s.killTree()
 		select {
 		case <-s.exited:
 		case <-time.After(5 * time.Second):
@@ -663,7 +864,7 @@ func (s *Session) Close() {
 }
 
 func (s *Session) closeFiles() {
-	for _, f := range []*os.File{s.cmdW, s.ptm, s.ctlR, s.errR} {
+	for _, f := range []*os.File{s.cmdW, s.ptm, s.ctlR, s.errR, s.errW} {
 		if f != nil {
 			f.Close()
 		}

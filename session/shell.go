@@ -32,6 +32,10 @@ const (
 
 func recordPrefix(nonce string) string { return string(recordStart) + "TRL:" + nonce + ":" }
 
+// The prompt is the completion signal, so PS1 is made read-only: a command
+// that sets it (`. ~/.bashrc` does) gets "readonly variable" instead of
+// hanging the session.
+
 // common is the setup every dialect shares: the runner function and an
 // empty continuation prompt. __trl_c holds the command text.
 const common = `PS2=''; PS4='+ '; __trl_run() { eval "$__trl_c"; }; `
@@ -42,7 +46,7 @@ var (
 		args:   []string{"-i"},
 		seqVar: "__trl_n=",
 		init: func(nonce string) string {
-			return common + `__trl_n=0; PS1='` + recordPrefix(nonce) + `$__trl_n:$?:$PWD` + string(recordEnd) + `'`
+			return common + `__trl_n=0; PS1='` + recordPrefix(nonce) + `$__trl_n:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
 		},
 	}
 	bashShell = dialect{
@@ -52,7 +56,7 @@ var (
 		source: true,
 		init: func(nonce string) string {
 			return common + `unset PROMPT_COMMAND HISTFILE; PS0=''; __trl_n=0; ` +
-				`PS1='` + recordPrefix(nonce) + `$__trl_n:$?:$PWD` + string(recordEnd) + `'`
+				`PS1='` + recordPrefix(nonce) + `$__trl_n:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
 		},
 	}
 	zshShell = dialect{
@@ -61,7 +65,7 @@ var (
 		seqVar: "psvar[1]=",
 		init: func(nonce string) string {
 			return common + `unsetopt PROMPT_SUBST CHECK_JOBS CHECK_RUNNING_JOBS; setopt PROMPT_PERCENT; RPS1=''; RPS2=''; psvar=(0); ` +
-				`PS1='` + recordPrefix(nonce) + `%1v:%?:%d` + string(recordEnd) + `'`
+				`PS1='` + recordPrefix(nonce) + `%1v:%?:%d` + string(recordEnd) + `'; typeset -r PS1`
 		},
 	}
 )
@@ -107,12 +111,14 @@ func quote(s string) string {
 // prefix the call, so every shell scopes them to this command and exports
 // them to its processes. stdinPath, when set, replaces the terminal as the
 // command's stdin.
-func (d dialect) commandLine(seq int64, c Command, cmdFile, stdinPath string) []byte {
+func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinPath string) []byte {
 	var b bytes.Buffer
-	b.Grow(len(c.Text) + 128)
+	b.Grow(len(c.Text) + 160)
+	n := strconv.FormatInt(seq, 10)
 	b.WriteString(d.seqVar)
-	b.WriteString(strconv.FormatInt(seq, 10))
-	b.WriteString("; ")
+	b.WriteString(n)
+	// The start record: the shell has parsed the line and runs it.
+	b.WriteString("; printf '\\036TRL:" + nonce + ":S" + n + "\\037' >&2; ")
 	if !d.source {
 		b.WriteString("__trl_c=")
 		b.WriteString(quote(c.Text))
@@ -144,6 +150,7 @@ func (d dialect) commandLine(seq int64, c Command, cmdFile, stdinPath string) []
 // record is one parsed prompt record.
 type record struct {
 	seq    int64
+	start  bool // a start record: the shell began executing line seq
 	status int
 	cwd    string
 }
@@ -179,6 +186,12 @@ func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
 		}
 		body := string(rest[:j])
 		rp.buf = append(rp.buf[:0], rest[j+1:]...)
+		if n, ok := strings.CutPrefix(body, "S"); ok {
+			if seq, err := strconv.ParseInt(n, 10, 64); err == nil {
+				recs = append(recs, record{seq: seq, start: true})
+			}
+			continue
+		}
 		seq, rest2, _ := strings.Cut(body, ":")
 		status, cwd, _ := strings.Cut(rest2, ":")
 		r := record{cwd: cwd}
