@@ -246,8 +246,8 @@ func (m *Manager) Destroy(ref string, force bool) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !force && s.Info().State == StateBusy {
-		return nil, fmt.Errorf("%w: session %s is running a command; pass \"force\": true to destroy it anyway", ErrBusy, s.id)
+	if err := s.Retire(force); err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	if m.byID[s.id] != s {

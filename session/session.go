@@ -68,7 +68,8 @@ type Session struct {
 	// control reader has seen, set before it takes mu to complete.
 	lastRecord atomic.Int64
 	exitCode   *int
-	closing    bool
+	closing    bool // no new commands: the session is being closed
+	closeBegun bool // Close has run (or is running)
 	// resync is set when the shell itself was sent SIGINT: the next
 	// command waits until a plain line has made the round trip (see
 	// settle).
@@ -659,6 +660,19 @@ type discard struct{}
 
 func (discard) Output(Stream, []byte) {}
 
+// Retire refuses new commands from now on, unless one is running and
+// force is false, in which case it returns ErrBusy. It lets a destroy
+// check and act without a command slipping in between.
+func (s *Session) Retire(force bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.job != nil && !force {
+		return fmt.Errorf("%w: session %s is running a command; pass \"force\": true to destroy it anyway", ErrBusy, s.id)
+	}
+	s.closing = true
+	return nil
+}
+
 // cmdFile is where source dialects find the command text.
 func (s *Session) cmdFile() string { return s.tmpDir + "/command" }
 
@@ -828,12 +842,12 @@ func (s *Session) killTree() {
 // first call.
 func (s *Session) Close() {
 	s.mu.Lock()
-	if s.closing {
+	if s.closeBegun {
 		s.mu.Unlock()
 		<-s.closed
 		return
 	}
-	s.closing = true
+	s.closeBegun, s.closing = true, true
 	s.mu.Unlock()
 
 	if s.proc != nil {
