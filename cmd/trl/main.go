@@ -24,6 +24,7 @@ usage:
   trl serve  [--instance NAME | --socket PATH] [--http ADDR] [--log-level LEVEL] [limits...]
   trl stdio  [limits...]
   trl call   [--socket PATH | --instance NAME | --http URL] METHOD [PARAMS_JSON]
+  trl bench  [--socket PATH] [--json] [--quick] [--sessions N] [--stream-mb N]
   trl version
 
 Run "trl serve --help" for the daemon's flags and limits.
@@ -45,6 +46,8 @@ func main() {
 		code = stdio(os.Args[2:])
 	case "call":
 		code = call(os.Args[2:], os.Stdout, os.Stderr)
+	case "bench":
+		code = benchCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "version", "--version", "-v":
 		fmt.Println("trl", runtime.Version)
 	case "help", "--help", "-h":

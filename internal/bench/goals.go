@@ -1,0 +1,123 @@
+package bench
+
+import "fmt"
+
+// Goal is one of PERFORMANCE.md's goals with what this run measured.
+type Goal struct {
+	Goal     string `json:"goal"`
+	Measured string `json:"measured"`
+	// Met is nil when the run did not measure it (an error, a skipped
+	// step, or --sessions below 1,000).
+	Met *bool `json:"met"`
+}
+
+const (
+	goalRunP50US        = 300
+	goalRunOverFork     = 0.5
+	goalRunP99US        = 1000
+	goalStreamRatio     = 0.8
+	goalCreateP50US     = 3000
+	goalIdleRSS         = 15 << 20
+	goalPerSession      = 64 << 10
+	goalSessions        = 1000
+	goalParallelClients = 8
+	goalParallelRate    = 4000
+)
+
+func goals(rep *Report) []Goal {
+	var gs []Goal
+	add := func(goal string, measured bool, met bool, format string, args ...any) {
+		g := Goal{Goal: goal, Measured: "not measured"}
+		if measured {
+			g.Measured = fmt.Sprintf(format, args...)
+			g.Met = &met
+		}
+		gs = append(gs, g)
+	}
+
+	var run *Stats
+	var overFork float64
+	if l := rep.Latency; l != nil {
+		run, overFork = l.Unix.ExecRun, l.Unix.ExecOverFork
+	}
+	add("exec.run true p50 ≤ 300 µs", run != nil, run != nil && run.P50US <= goalRunP50US, "%s", fmtUS(p50(run)))
+	add("exec.run true p50 ≤ 0.5× fork/exec", overFork > 0, overFork <= goalRunOverFork, "%.2f×", overFork)
+	add("exec.run true p99 ≤ 1 ms", run != nil, run != nil && run.P99US <= goalRunP99US, "%s", fmtUS(p99(run)))
+
+	st := rep.Stream
+	add("exec.stream ≥ 0.8× raw PTY", st != nil && st.Ratio > 0, st != nil && st.Ratio >= goalStreamRatio, "%.2f×", ratioOf(st))
+
+	s := rep.Sessions
+	var create *Stats
+	if s != nil {
+		create = s.Create
+	}
+	add("session.create p50 ≤ 3 ms", create != nil, create != nil && create.P50US <= goalCreateP50US, "%s", fmtUS(p50(create)))
+	add("idle daemon RSS ≤ 15 MiB", s != nil && s.IdleRSSBytes > 0, s != nil && s.IdleRSSBytes <= goalIdleRSS, "%s", fmtBytes(idleRSS(s)))
+	// The larger of the fresh daemon's figure and the second round's, on
+	// reused heap: a daemon that has been running pays the second.
+	var last *SessionStep
+	how := "fresh heap"
+	if s != nil && len(s.Steps) > 0 {
+		last = &s.Steps[len(s.Steps)-1]
+		if s.Reused != nil && s.Reused.PerSessionBytes > last.PerSessionBytes {
+			last, how = s.Reused, "reused heap"
+		}
+	}
+	if last != nil {
+		add("daemon RSS per idle session ≤ 64 KiB", true, last.PerSessionBytes <= goalPerSession,
+			"%s (%d sessions, %s)", fmtBytes(last.PerSessionBytes), last.Sessions, how)
+	} else {
+		add("daemon RSS per idle session ≤ 64 KiB", false, false, "")
+	}
+	if s != nil && s.Target >= goalSessions {
+		add("1,000 concurrent sessions work", true, s.Created >= goalSessions && s.ExecErrors == 0,
+			"%d created, %d exec errors", s.Created, s.ExecErrors)
+	} else {
+		add("1,000 concurrent sessions work", false, false, "")
+	}
+
+	var lv *Level
+	if p := rep.Parallel; p != nil {
+		for i := range p.Levels {
+			if p.Levels[i].Clients == goalParallelClients {
+				lv = &p.Levels[i]
+			}
+		}
+	}
+	if lv != nil {
+		add("8 clients ≥ 4,000 exec.run/s, 0 errors", true, lv.ExecPerSec >= goalParallelRate && lv.Errors == 0,
+			"%.0f/s, %d errors", lv.ExecPerSec, lv.Errors)
+	} else {
+		add("8 clients ≥ 4,000 exec.run/s, 0 errors", false, false, "")
+	}
+	return gs
+}
+
+func p50(s *Stats) float64 {
+	if s == nil {
+		return 0
+	}
+	return s.P50US
+}
+
+func p99(s *Stats) float64 {
+	if s == nil {
+		return 0
+	}
+	return s.P99US
+}
+
+func ratioOf(s *Stream) float64 {
+	if s == nil {
+		return 0
+	}
+	return s.Ratio
+}
+
+func idleRSS(s *Sessions) int64 {
+	if s == nil {
+		return 0
+	}
+	return s.IdleRSSBytes
+}

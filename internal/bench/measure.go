@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Stats summarises latency samples. Durations are in microseconds in JSON
+// so that the file reads without unit conversions.
+type Stats struct {
+	N      int     `json:"n"`
+	P50US  float64 `json:"p50_us"`
+	P90US  float64 `json:"p90_us"`
+	P99US  float64 `json:"p99_us"`
+	MaxUS  float64 `json:"max_us"`
+	MeanUS float64 `json:"mean_us"`
+}
+
+// Summarize computes nearest-rank percentiles over the samples. It sorts
+// samples in place.
+func Summarize(samples []time.Duration) Stats {
+	if len(samples) == 0 {
+		return Stats{}
+	}
+	slices.Sort(samples)
+	var sum time.Duration
+	for _, d := range samples {
+		sum += d
+	}
+	return Stats{
+		N:      len(samples),
+		P50US:  us(percentile(samples, 0.50)),
+		P90US:  us(percentile(samples, 0.90)),
+		P99US:  us(percentile(samples, 0.99)),
+		MaxUS:  us(samples[len(samples)-1]),
+		MeanUS: us(sum / time.Duration(len(samples))),
+	}
+}
+
+// percentile is the nearest-rank percentile of sorted samples: the
+// smallest sample such that at least q of all samples are at or below it.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func us(d time.Duration) float64 {
+	return math.Round(float64(d)/float64(time.Microsecond)*10) / 10
+}
+
+// sample runs fn warm times unrecorded, then n times recorded, and returns
+// the recorded durations. It stops at the first error.
+func sample(warm, n int, fn func() error) ([]time.Duration, error) {
+	for range warm {
+		if err := fn(); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		if err := fn(); err != nil {
+			return out, err
+		}
+		out = append(out, time.Since(t))
+	}
+	return out, nil
+}
+
+// ratio is a/b rounded to two decimals, or 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Round(a/b*100) / 100
+}
