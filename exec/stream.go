@@ -143,7 +143,8 @@ func (s *Stream) Totals() (stdout, stderr int64) {
 	return s.totals[0], s.totals[1]
 }
 
-// Chunk is one piece of output as a reader receives it.
+// Chunk is one piece of output as a reader receives it. Data may share
+// memory with the stream: it must not be modified.
 type Chunk struct {
 	Stream session.Stream
 	Offset int64
@@ -223,12 +224,15 @@ func (r *Reader) collect() []Chunk {
 		}
 		r.want[c.stream] = end
 		budget -= len(data)
-		if n := len(out); n > 0 && lost == 0 && out[n-1].Stream == c.stream &&
+		// Small pieces are merged (a copy); large ones are handed out as
+		// they are stored: stored bytes never change, and the slice's
+		// capacity is cut so that an append cannot reach the store.
+		if n := len(out); n > 0 && lost == 0 && out[n-1].Stream == c.stream && len(out[n-1].Data) < coalesceBelow &&
 			len(out[n-1].Data)+len(data) <= maxChunk && out[n-1].Offset+int64(len(out[n-1].Data)) == off {
 			out[n-1].Data = append(out[n-1].Data, data...)
 			continue
 		}
-		out = append(out, Chunk{Stream: c.stream, Offset: off, Data: append([]byte(nil), data...), Lost: lost})
+		out = append(out, Chunk{Stream: c.stream, Offset: off, Data: data[:len(data):len(data)], Lost: lost})
 	}
 	return out
 }

@@ -186,6 +186,9 @@ func rpcData(e *Error) []byte {
 
 // EncodeNotification encodes a server notification (no id) in dialect d.
 func EncodeNotification(d Dialect, method string, params any) ([]byte, error) {
+	if n, ok := params.(OutputNotification); ok && method == NotifyExecOutput {
+		return encodeOutput(d, &n), nil
+	}
 	body, err := marshal(params)
 	if err != nil {
 		return nil, err

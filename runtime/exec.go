@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/trl-project/trl/exec"
 	"github.com/trl-project/trl/protocol"
@@ -195,7 +196,7 @@ func follow(ctx context.Context, st *exec.Stream, r *exec.Reader, emit protocol.
 				StreamID:  st.ID,
 				Seq:       seq,
 				Stream:    c.Stream.String(),
-				Data:      string(c.Data),
+				Data:      bytesView(c.Data),
 				Offset:    c.Offset,
 				LostBytes: c.Lost,
 			}
@@ -219,6 +220,16 @@ func follow(ctx context.Context, st *exec.Stream, r *exec.Reader, emit protocol.
 			})
 		}
 	}
+}
+
+// bytesView returns b as a string without copying it: a stream's chunk
+// bytes are never modified once stored (see exec.Chunk), and this is the
+// hottest path of a stream, where a copy costs as much as the encoding.
+func bytesView(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 type readParams struct {

@@ -459,6 +459,16 @@ func (s *Session) pump(rc syscall.RawConn, stream Stream) {
 				return false
 			}
 			if n > 0 {
+				// Take what else is already there, without waiting, so a
+				// fast writer costs one hand-over per buffer rather than
+				// per 4 KiB terminal read.
+				for n < len(buf) {
+					m, e := unix.Read(int(fd), buf[n:])
+					if m <= 0 || e != nil {
+						break
+					}
+					n += m
+				}
 				s.deliver(stream, buf[:n])
 				return true
 			}
