@@ -32,8 +32,11 @@ fmt:
 # Fuzz each decoder for a while (the seed corpora run in `make test`).
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzDecode$$ -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run XXX -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run XXX -fuzz FuzzDecodeParams -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run XXX -fuzz FuzzOutputEncoding -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run XXX -fuzz FuzzFramer -fuzztime $(FUZZTIME) ./transport
+	$(GO) test -run XXX -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) ./gateway
 
 bench: build
 	./$(BIN) bench
