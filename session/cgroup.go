@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,9 @@ type cgroup struct {
 	dir string
 	fd  *os.File
 }
+
+// noCgroups turns per-session groups off (tests of the /proc fallback).
+var noCgroups atomic.Bool
 
 var (
 	cgroupParent     string
@@ -83,6 +87,9 @@ func cgroup2Mount() string {
 // newCgroup makes the session's group, or returns nil when none can be
 // made (cleanup then relies on /proc scans alone).
 func newCgroup(id string) *cgroup {
+	if noCgroups.Load() {
+		return nil
+	}
 	base := cgroupBase()
 	if base == "" {
 		return nil
@@ -104,10 +111,46 @@ func (c *cgroup) kill() error {
 	return os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0)
 }
 
+// procs lists the pids in the group.
+func (c *cgroup) procs() ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// has reports whether pid is in the group now.
+func (c *cgroup) has(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	return err == nil && strings.Contains(string(b), "/"+filepath.Base(c.dir)+"\n")
+}
+
 // empty reports whether no process is left in the group.
 func (c *cgroup) empty() bool {
 	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
 	return err == nil && len(strings.TrimSpace(string(b))) == 0
+}
+
+// waitEmpty waits, up to limit, for the group's processes to be reaped;
+// the first looks come quickly, since that usually takes microseconds.
+func (c *cgroup) waitEmpty(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
+		if c.empty() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(wait)
+	}
 }
 
 // remove deletes the group once it is empty.
@@ -149,9 +192,7 @@ func sweepStaleCgroups() int {
 		}
 		c := &cgroup{dir: filepath.Join(base, e.Name())}
 		c.kill()
-		for i := 0; i < 100 && !c.empty(); i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
+		c.waitEmpty(time.Second)
 		if os.Remove(c.dir) == nil {
 			removed++
 		}

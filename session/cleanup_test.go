@@ -90,6 +90,14 @@ func zombies() []int {
 }
 
 func TestDestroyEndsEveryProcess(t *testing.T) {
+	t.Run("cgroups", func(t *testing.T) { testDestroyEndsEveryProcess(t, true) })
+	// Where no cgroup can be made, the /proc scans must do it alone.
+	noCgroups.Store(true)
+	defer noCgroups.Store(false)
+	t.Run("proc-scan", func(t *testing.T) { testDestroyEndsEveryProcess(t, false) })
+}
+
+func testDestroyEndsEveryProcess(t *testing.T, cgroups bool) {
 	for _, shell := range []string{"/bin/sh", "/bin/bash"} {
 		t.Run(shell, func(t *testing.T) {
 			m := newManager(t)
@@ -104,7 +112,7 @@ func TestDestroyEndsEveryProcess(t *testing.T) {
 				"sh -c 'trap \"\" HUP TERM INT; sleep 3005" + tag + "' &",
 				"setsid sh -c 'trap \"\" HUP; (sleep 3006" + tag + "; true) &' &",
 			}
-			if cgroupBase() != "" {
+			if cgroups && cgroupBase() != "" {
 				// Leaves its session and drops the marker: only the
 				// cgroup still holds it.
 				escapes = append(escapes, "setsid env -i /bin/sleep 3007"+tag+" &")

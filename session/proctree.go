@@ -88,14 +88,33 @@ func (t tree) signal(pid int, sig unix.Signal) {
 		return // gone already
 	}
 	defer unix.Close(fd)
-	if !t.owns(pid) {
+	if !t.owns(pid) && !(t.cg != nil && t.cg.has(pid)) {
 		return
 	}
 	unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
-// members lists the live (not zombie) processes of the tree.
+// members lists the live (not zombie) processes of the tree. With a
+// cgroup the group's own list is enough (a process leaves it only if it
+// may move itself, see the README); without one every process on the
+// machine is looked at.
 func (t tree) members() []int {
+	if t.cg != nil {
+		if pids, err := t.cg.procs(); err == nil {
+			var out []int
+			for _, pid := range pids {
+				if st, ok := readStat(pid); ok && st.state != 'Z' && st.state != 'X' {
+					out = append(out, pid)
+				}
+			}
+			return out
+		}
+	}
+	return t.scan()
+}
+
+// scan looks at every process on the machine.
+func (t tree) scan() []int {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil

@@ -876,9 +876,7 @@ func (s *Session) Close() {
 	if s.cg != nil {
 		// Killed processes leave the group once reaped; give the reaper
 		// a moment before removing it.
-		for i := 0; i < 100 && !s.cg.empty(); i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
+		s.cg.waitEmpty(time.Second)
 		if err := s.cg.remove(); err != nil {
 			s.log.Warn().Err(err).Msg("remove the session's cgroup")
 		}
