@@ -289,3 +289,21 @@ func testLogger() zerolog.Logger {
 	}
 	return zerolog.Nop()
 }
+
+// TestEscapeFromTheCgroup: a process that moves itself out of the
+// session's cgroup is still found by its marks.
+func TestEscapeFromTheCgroup(t *testing.T) {
+	base := cgroupBase()
+	if base == "" {
+		t.Skip("no writable cgroup v2 hierarchy here")
+	}
+	m := newManager(t)
+	s, err := m.Create(Config{})
+	require.NoError(t, err)
+	tag := numTag()
+	runIn(t, s, "sh -c 'echo $$ > "+base+"/cgroup.procs; exec sleep 4002"+tag+"' &")
+	require.Eventually(t, func() bool { return len(procsMatching("sleep 4002"+tag)) == 1 }, 5*time.Second, 20*time.Millisecond)
+	_, err = m.Destroy(s.ID(), true)
+	require.NoError(t, err)
+	assert.Empty(t, procsMatching("sleep 4002"+tag), "survivors")
+}

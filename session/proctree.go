@@ -65,8 +65,16 @@ func (t tree) kill(limit time.Duration) bool {
 		t.cg.kill()
 	}
 	deadline := time.Now().Add(limit)
+	scanned := false
 	for round := 0; ; round++ {
 		pids := t.members()
+		if len(pids) == 0 && t.cg != nil && !scanned {
+			// The group is empty; one look at every process catches one
+			// that moved itself out of it (a process running as the
+			// daemon's user can write the daemon's cgroup.procs).
+			scanned = true
+			pids = t.scan()
+		}
 		if len(pids) == 0 {
 			return true
 		}

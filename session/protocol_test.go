@@ -133,3 +133,28 @@ func TestConcurrentStartsAndExits(t *testing.T) {
 	wg.Wait()
 	assert.Less(t, time.Since(start), 8*time.Second, "a shell's exit status was lost")
 }
+
+// TestUserPrintfDoesNotBreakTheProtocol: the start record uses the
+// builtin even when the user defines a printf of their own.
+func TestUserPrintfDoesNotBreakTheProtocol(t *testing.T) {
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			runIn(t, s, "printf() { :; }; alias printf=true 2>/dev/null; true")
+			j, err := s.Start(Command{Text: "while :; do :; done"}, &sink{})
+			require.NoError(t, err)
+			time.Sleep(100 * time.Millisecond)
+			_, err = s.Signal(j, unix.SIGINT)
+			require.NoError(t, err)
+			select {
+			case <-j.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the loop was not interrupted")
+			}
+			out, _ := runIn(t, s, "echo ok")
+			assert.Equal(t, "ok\n", out)
+		})
+	}
+}

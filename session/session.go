@@ -634,7 +634,7 @@ func (s *Session) settle() error {
 		s.ioMu.Unlock()
 		s.state = StateBusy
 		line := []byte(s.dialect.seqVar + strconv.FormatInt(j.seq, 10) +
-			"; { : <&3; } 2>/dev/null || exec 3<>/dev/tty; { : >&4; } 2>/dev/null || exec 4>" + s.errPath() + "\n")
+			"; { command : <&3; } 2>/dev/null || exec 3<>/dev/tty; { command : >&4; } 2>/dev/null || exec 4>" + s.errPath() + "\n")
 		s.mu.Unlock()
 		s.cmdW.Write(line)
 		select {
@@ -714,6 +714,7 @@ func (s *Session) Signal(job *Job, sig unix.Signal) (unix.Signal, error) {
 			return 0, err
 		}
 		s.log.Debug().Int("pgrp", pgrp).Str("signal", unix.SignalName(sig)).Msg("signaled")
+		s.recheck(job, pgrp, sig)
 		return sig, nil
 	}
 	if !job.started {
@@ -724,6 +725,29 @@ func (s *Session) Signal(job *Job, sig unix.Signal) (unix.Signal, error) {
 		return 0, ErrNoForeground
 	}
 	return unix.SIGINT, nil
+}
+
+// recheck covers a signal that reached a foreground group just as it
+// ended (between two commands of a line, the terminal still names the
+// last one): a moment later, if the command still runs under another
+// foreground group, the signal is delivered again, once. Called with mu
+// held.
+func (s *Session) recheck(job *Job, sent int, sig unix.Signal) {
+	time.AfterFunc(30*time.Millisecond, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.job != job || s.closing || s.state == StateExited {
+			return
+		}
+		pgrp, err := s.foreground()
+		switch {
+		case err != nil || pgrp == sent:
+		case pgrp > 0 && pgrp != s.pid:
+			unix.Kill(-pgrp, sig)
+		default:
+			s.interruptSoon(job)
+		}
+	})
 }
 
 // shellSettle is how long after a line's start record the shell may be

@@ -18,6 +18,9 @@ type dialect struct {
 	init func(nonce string) string
 	// seqVar is the assignment that sets that sequence number.
 	seqVar string
+	// printf names the printf builtin so that no alias or function of the
+	// user's can stand in for it (zsh's `command` would look for a binary).
+	printf string
 	// source is set for shells that run each command by sourcing a file
 	// rather than through eval in a function: interactive bash announces
 	// background jobs ("[1] 1234") from eval but not from a sourced file,
@@ -45,6 +48,7 @@ var (
 		name:   "sh",
 		args:   []string{"-i"},
 		seqVar: "__trl_n=",
+		printf: `\command printf`,
 		init: func(nonce string) string {
 			return common + `__trl_n=0; PS1='` + recordPrefix(nonce) + `$__trl_n:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
 		},
@@ -53,6 +57,7 @@ var (
 		name:   "bash",
 		args:   []string{"--noediting", "--noprofile", "--norc", "-i"},
 		seqVar: "__trl_n=",
+		printf: `\builtin printf`,
 		source: true,
 		init: func(nonce string) string {
 			return common + `unset PROMPT_COMMAND HISTFILE; PS0=''; __trl_n=0; ` +
@@ -63,6 +68,7 @@ var (
 		name:   "zsh",
 		args:   []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr"},
 		seqVar: "psvar[1]=",
+		printf: `\builtin printf`,
 		init: func(nonce string) string {
 			return common + `unsetopt PROMPT_SUBST CHECK_JOBS CHECK_RUNNING_JOBS; setopt PROMPT_PERCENT; RPS1=''; RPS2=''; psvar=(0); ` +
 				`PS1='` + recordPrefix(nonce) + `%1v:%?:%d` + string(recordEnd) + `'; typeset -r PS1`
@@ -118,7 +124,7 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	b.WriteString(d.seqVar)
 	b.WriteString(n)
 	// The start record: the shell has parsed the line and runs it.
-	b.WriteString("; printf '\\036TRL:" + nonce + ":S" + n + "\\037' >&2; ")
+	b.WriteString("; " + d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037' >&2; ")
 	if !d.source {
 		b.WriteString("__trl_c=")
 		b.WriteString(quote(c.Text))
