@@ -657,7 +657,12 @@ func (s *Session) settle() error {
 		}
 		s.log.Debug().Int64("seq", j.seq).Msg("shell dropped a line after an interrupt; sending another")
 	}
-	return fmt.Errorf("%w: session %s's shell stopped reading commands after an interrupt; destroy it", ErrExited, s.id)
+	// The shell no longer answers: end it, so that the session says
+	// exited rather than staying busy for ever.
+	s.mu.Unlock()
+	s.killTree()
+	s.mu.Lock()
+	return fmt.Errorf("%w: session %s's shell stopped reading commands after an interrupt and was ended; create a new session", ErrExited, s.id)
 }
 
 // errPath names the stderr pipe's write end as the shell can open it.
