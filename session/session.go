@@ -861,10 +861,11 @@ func (s *Session) foreground() (int, error) {
 // still the one running (nil: whatever runs). The job completes with the
 // shell's status.
 func (s *Session) Kill(job *Job) {
+	// mu is held throughout, so that no new command can start between the
+	// check and the kill (killing takes no lock of the session's).
 	s.mu.Lock()
-	other := job != nil && s.job != job
-	s.mu.Unlock()
-	if other {
+	defer s.mu.Unlock()
+	if job != nil && s.job != job {
 		return
 	}
 	s.killTree()
