@@ -9,8 +9,8 @@ import (
 // is the one message sent per chunk of a stream's output, so its cost is
 // the stream's throughput. The result is what the general encoder would
 // produce, up to the choice among equivalent JSON escapes.
-func encodeOutput(d Dialect, n *OutputNotification) []byte {
-	b := make([]byte, 0, len(n.Data)+len(n.Data)/16+128)
+func encodeOutput(b []byte, d Dialect, n *OutputNotification) []byte {
+	b = slicesGrow(b, len(n.Data)+len(n.Data)/16+128)
 	if d == JSONRPC {
 		b = append(b, `{"jsonrpc":"2.0","method":"exec.output","params":{"stream_id":`...)
 	} else {
@@ -30,6 +30,15 @@ func encodeOutput(d Dialect, n *OutputNotification) []byte {
 		b = strconv.AppendInt(b, n.LostBytes, 10)
 	}
 	return append(b, "}}\n"...)
+}
+
+func slicesGrow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	grown := make([]byte, len(b), len(b)+n)
+	copy(grown, b)
+	return grown
 }
 
 const hexDigits = "0123456789abcdef"

@@ -18,7 +18,7 @@ func FuzzOutputEncoding(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data string) {
 		n := OutputNotification{StreamID: "st-1", Seq: 3, Stream: "stdout", Data: data, Offset: 42, LostBytes: int64(len(data) % 2)}
 		for _, d := range []Dialect{TRL, JSONRPC} {
-			fast := encodeOutput(d, &n)
+			fast := encodeOutput(nil, d, &n)
 			body, err := marshal(n)
 			require.NoError(t, err)
 			var got, want map[string]any

@@ -186,8 +186,14 @@ func rpcData(e *Error) []byte {
 
 // EncodeNotification encodes a server notification (no id) in dialect d.
 func EncodeNotification(d Dialect, method string, params any) ([]byte, error) {
+	return AppendNotification(nil, d, method, params)
+}
+
+// AppendNotification is EncodeNotification appending to dst, so that a
+// stream's sender can reuse one buffer for all its notifications.
+func AppendNotification(dst []byte, d Dialect, method string, params any) ([]byte, error) {
 	if n, ok := params.(OutputNotification); ok && method == NotifyExecOutput {
-		return encodeOutput(d, &n), nil
+		return encodeOutput(dst, d, &n), nil
 	}
 	body, err := marshal(params)
 	if err != nil {
@@ -204,7 +210,7 @@ func EncodeNotification(d Dialect, method string, params any) ([]byte, error) {
 	b.WriteString(`,"params":`)
 	b.Write(body)
 	b.WriteString("}\n")
-	return b.Bytes(), nil
+	return append(dst, b.Bytes()...), nil
 }
 
 func idOrNull(id json.RawMessage) []byte {
