@@ -189,8 +189,26 @@ func EncodeNotification(d Dialect, method string, params any) ([]byte, error) {
 	return AppendNotification(nil, d, method, params)
 }
 
-// AppendNotification is EncodeNotification appending to dst, so that a
-// stream's sender can reuse one buffer for all its notifications.
+// Notifier encodes the notifications of one request, in order, into one
+// reused buffer: a stream sends thousands of them.
+type Notifier struct {
+	d   Dialect
+	buf []byte
+}
+
+// NewNotifier returns a Notifier for a request of dialect d.
+func NewNotifier(d Dialect) *Notifier { return &Notifier{d: d} }
+
+// Encode returns the notification's line, valid until the next call.
+func (n *Notifier) Encode(method string, params any) ([]byte, error) {
+	line, err := AppendNotification(n.buf[:0], n.d, method, params)
+	if err == nil && cap(line) <= 1<<20 { // do not keep a huge buffer
+		n.buf = line
+	}
+	return line, err
+}
+
+// AppendNotification is EncodeNotification appending to dst.
 func AppendNotification(dst []byte, d Dialect, method string, params any) ([]byte, error) {
 	if n, ok := params.(OutputNotification); ok && method == NotifyExecOutput {
 		return encodeOutput(dst, d, &n), nil

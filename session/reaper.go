@@ -18,8 +18,7 @@ import (
 type reaper struct {
 	mu      sync.Mutex
 	waiters map[int]chan unix.WaitStatus
-	early   map[int]unix.WaitStatus // statuses reaped before anyone waited
-	kick    chan struct{}           // a child was started
+	kick    chan struct{} // a child was started
 }
 
 var (

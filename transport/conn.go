@@ -219,19 +219,14 @@ func (c *conn) run(req *protocol.Request) {
 	if c.write(out) != nil || reply == nil || reply.Follow == nil {
 		return
 	}
-	// One buffer serves all of this request's notifications: they are
-	// sent one after another, each written out before the next is encoded.
-	var buf []byte
+	notes := protocol.NewNotifier(req.Dialect)
 	emit := func(method string, params any) error {
 		if c.ctx.Err() != nil {
 			return context.Cause(c.ctx)
 		}
-		note, err := protocol.AppendNotification(buf[:0], req.Dialect, method, params)
+		note, err := notes.Encode(method, params)
 		if err != nil {
 			return err
-		}
-		if cap(note) <= 1<<20 {
-			buf = note
 		}
 		return c.write(note)
 	}

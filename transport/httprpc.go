@@ -52,19 +52,14 @@ func (s *HTTPServer) serveRPC(w *stallWriter, r *http.Request, body []byte, h pr
 		followUnheard(ctx, reply, nil)
 		return
 	}
-	// One buffer serves all of this request's notifications: they are
-	// sent one after another, each written out before the next is encoded.
-	var buf []byte
+	notes := protocol.NewNotifier(req.Dialect)
 	emit := func(method string, params any) error {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		note, err := protocol.AppendNotification(buf[:0], req.Dialect, method, params)
+		note, err := notes.Encode(method, params)
 		if err != nil {
 			return err
-		}
-		if cap(note) <= 1<<20 {
-			buf = note
 		}
 		return st.send(note)
 	}

@@ -287,19 +287,23 @@ func TestShutdownEndsSessions(t *testing.T) {
 	assert.Empty(t, sessionMembers(pid), "processes of the session survived")
 }
 
-// sessionMembers lists processes whose session id is sid.
+// sessionMembers lists live processes whose session id is sid.
 func sessionMembers(sid int) []string {
+	return processes(func(f []string) bool { return len(f) > 3 && f[3] == fmt.Sprint(sid) && f[0] != "Z" })
+}
+
+// processes lists the /proc/PID/stat files whose fields after the command
+// name (state, ppid, pgrp, sid, ...) satisfy keep.
+func processes(keep func(fields []string) bool) []string {
 	var out []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range dirs {
+	files, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
 		}
 		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		fields := strings.Fields(s[i+2:])
-		if len(fields) > 3 && fields[3] == fmt.Sprint(sid) && fields[0] != "Z" {
+		if keep(strings.Fields(s[strings.LastIndexByte(s, ')')+2:])) {
 			out = append(out, f)
 		}
 	}

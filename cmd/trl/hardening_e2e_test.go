@@ -51,22 +51,9 @@ func TestNoLeaksThroughTheDaemon(t *testing.T) {
 	assert.Empty(t, childrenOf(d.cmd.Process.Pid), "children left")
 }
 
-// childrenOf lists the live processes whose parent is pid.
+// childrenOf lists the processes whose parent is pid.
 func childrenOf(pid int) []string {
-	var out []string
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(fields) > 1 && fields[1] == fmt.Sprint(pid) {
-			out = append(out, f+" "+fields[0])
-		}
-	}
-	return out
+	return processes(func(f []string) bool { return len(f) > 1 && f[1] == fmt.Sprint(pid) })
 }
 
 // TestFloodAndSlowReader: a command printing hundreds of MB, streamed to a

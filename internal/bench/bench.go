@@ -274,15 +274,25 @@ func newSession(c caller) (string, error) {
 	return s.ID, nil
 }
 
-func destroySession(c caller, id string) error {
-	return c.Call("session.destroy", map[string]any{"session_id": id, "force": true}, nil)
+// dialSession opens a connection with a session of its own; done destroys
+// the session and closes the connection.
+func (r *runner) dialSession() (c *Conn, id string, done func(), err error) {
+	c, err = r.dial()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if id, err = newSession(c); err != nil {
+		c.Close()
+		return nil, "", nil, fmt.Errorf("session.create: %w", err)
+	}
+	return c, id, func() {
+		destroySession(c, id)
+		c.Close()
+	}, nil
 }
 
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
+func destroySession(c caller, id string) error {
+	return c.Call("session.destroy", map[string]any{"session_id": id, "force": true}, nil)
 }
 
 func firstLine(s string) string {

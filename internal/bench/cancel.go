@@ -14,18 +14,12 @@ type Cancel struct {
 
 func (r *runner) cancel() *Cancel {
 	out := &Cancel{}
-	c, err := r.dial()
+	c, id, done, err := r.dialSession()
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
-	defer c.Close()
-	id, err := newSession(c)
-	if err != nil {
-		out.Error = "session.create: " + err.Error()
-		return out
-	}
-	defer destroySession(c, id)
+	defer done()
 	const warm = 2
 	var times []time.Duration
 	for i := range warm + r.plan.cancelN {

@@ -21,18 +21,12 @@ type LargeRun struct {
 func (r *runner) largeRun() *LargeRun {
 	p := r.plan
 	out := &LargeRun{Bytes: p.largeRunBytes, Command: outputCommand(p.largeRunBytes)}
-	c, err := r.dial()
+	c, id, done, err := r.dialSession()
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
-	defer c.Close()
-	id, err := newSession(c)
-	if err != nil {
-		out.Error = "session.create: " + err.Error()
-		return out
-	}
-	defer destroySession(c, id)
+	defer done()
 
 	params := execParams{SessionID: id, Command: out.Command}
 	walls, err := sample(1, p.largeRunN, func() error {

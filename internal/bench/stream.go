@@ -35,18 +35,12 @@ type Stream struct {
 func (r *runner) stream() *Stream {
 	p := r.plan
 	out := &Stream{Bytes: p.streamBytes, Command: outputCommand(p.streamBytes), Runs: p.streamRuns}
-	c, err := r.dial()
+	c, id, done, err := r.dialSession()
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
-	defer c.Close()
-	id, err := newSession(c)
-	if err != nil {
-		out.Error = "session.create: " + err.Error()
-		return out
-	}
-	defer destroySession(c, id)
+	defer done()
 
 	var raw, streamed []time.Duration
 	var rates []float64

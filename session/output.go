@@ -1,0 +1,175 @@
+package session
+
+import (
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// readControl owns the control pipe: it turns prompt records into
+// completions.
+func (s *Session) readControl() {
+	defer s.readers.Done()
+	rp := recordParser{prefix: []byte(recordPrefix(s.nonce))}
+	buf := make([]byte, 512) // records are short; this is held while idle
+	first := true
+	for {
+		n, err := s.ctlR.Read(buf)
+		if n > 0 {
+			recs, noise := rp.feed(buf[:n])
+			// Publish the end records of this batch before acting on any
+			// of it, so that a start record handled first does not send
+			// an interrupt to a line already over.
+			for _, r := range recs {
+				if !r.start && !first && r.seq > s.lastRecord.Load() {
+					s.lastRecord.Store(r.seq)
+				}
+			}
+			s.log.Trace().Bytes("ctl", buf[:n]).Msg("control")
+			if len(noise) > 0 {
+				s.log.Debug().Bytes("noise", noise).Msg("shell said")
+			}
+			for _, r := range recs {
+				switch {
+				case r.start:
+					s.started(r.seq)
+				case first:
+					first = false
+					close(s.ready)
+					s.mu.Lock()
+					s.cwd = r.cwd
+					s.mu.Unlock()
+				default:
+					s.complete(r.seq, Status{ExitCode: r.status, Cwd: r.cwd})
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// pump owns reading one output fd. Each read happens under ioMu together
+// with the hand-over to the running job, so bytes reach the sink in kernel
+// order even when a drain runs concurrently.
+func (s *Session) pump(rc syscall.RawConn, stream Stream) {
+	defer s.readers.Done()
+	var rerr error
+	for {
+		err := rc.Read(func(fd uintptr) bool {
+			s.ioMu.Lock()
+			defer s.ioMu.Unlock()
+			// An idle session holds no read buffer: one is borrowed only
+			// while the fd has data.
+			bp := readBufs.Get().(*[]byte)
+			defer readBufs.Put(bp)
+			buf := *bp
+			n, e := unix.Read(int(fd), buf)
+			if e == unix.EAGAIN || e == unix.EINTR {
+				return false
+			}
+			if n > 0 {
+				// Take what else is already there, without waiting, so a
+				// fast writer costs one hand-over per buffer rather than
+				// per 4 KiB terminal read.
+				for n < len(buf) {
+					m, e := unix.Read(int(fd), buf[n:])
+					if m <= 0 || e != nil {
+						break
+					}
+					n += m
+				}
+				s.deliver(stream, buf[:n])
+				return true
+			}
+			rerr = e
+			if rerr == nil {
+				rerr = io.EOF
+			}
+			return true
+		})
+		if err != nil || rerr != nil {
+			// EIO from the master after the last slave holder exits is a
+			// hang-up, not an error.
+			return
+		}
+	}
+}
+
+// readBufs are the buffers output is read into; sinks copy what they keep.
+var readBufs = sync.Pool{New: func() any {
+	b := make([]byte, 32*1024)
+	return &b
+}}
+
+// deliver hands bytes to the running job, or drops them when none runs
+// (output of a background job between commands). Called with ioMu held.
+func (s *Session) deliver(stream Stream, p []byte) {
+	if s.job != nil {
+		s.job.sink.Output(stream, p)
+		return
+	}
+	s.log.Debug().Str("stream", stream.String()).Int("bytes", len(p)).Msg("output with no command running dropped")
+}
+
+// drain reads fd until it would block. Called with ioMu held.
+func (s *Session) drain(rc syscall.RawConn, stream Stream) {
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	buf := *bp
+	rc.Control(func(fd uintptr) {
+		for {
+			n, err := unix.Read(int(fd), buf)
+			if n > 0 {
+				s.deliver(stream, buf[:n])
+				continue
+			}
+			if err == unix.EINTR {
+				continue
+			}
+			return
+		}
+	})
+}
+
+// complete ends the job whose command line had sequence number seq (-1:
+// whichever runs, because the shell ended).
+func (s *Session) complete(seq int64, st Status) {
+	s.mu.Lock()
+	s.ioMu.Lock()
+	j := s.job
+	if j == nil || (seq >= 0 && seq != j.seq) {
+		// A prompt printed again for a line already answered (a shell
+		// re-prompts when interrupted while idle) or for none at all.
+		s.ioMu.Unlock()
+		s.mu.Unlock()
+		if seq >= 0 {
+			s.log.Debug().Int64("seq", seq).Msg("prompt record with no matching command ignored")
+		}
+		return
+	}
+	s.drain(s.ptmRaw, Stdout)
+	s.drain(s.errRaw, Stderr)
+	s.job = nil
+	s.ioMu.Unlock()
+	if st.Exited {
+		st.Cwd = s.cwd
+	} else {
+		s.cwd = st.Cwd
+		if s.state == StateBusy {
+			s.state = StateIdle
+		}
+	}
+	s.lastUsed = time.Now().UTC()
+	s.mu.Unlock()
+	if j.stdin != "" {
+		os.Remove(j.stdin)
+	}
+	j.status = st
+	close(j.done)
+}

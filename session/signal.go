@@ -1,0 +1,236 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// settle makes sure the shell is reading commands again after it was
+// sent SIGINT: an interrupt that reaches a shell just as it finishes a
+// line makes it drop the next line it reads, and bash interrupted while
+// it undoes a line's redirections can leave fd 3 or 4 closed. A line that
+// reopens those two if need be (the terminal, and the stderr pipe through
+// the daemon's own fd) is sent, and sent again under a new sequence
+// number until its prompt record comes back; only then does the real
+// command follow. Called with mu held; it releases mu while it waits,
+// holding the session busy.
+func (s *Session) settle() error {
+	for attempt := 0; attempt < 10; attempt++ {
+		s.seq++
+		j := &Job{seq: s.seq, sink: discard{}, done: make(chan struct{}), started: true}
+		s.ioMu.Lock()
+		s.job = j
+		s.ioMu.Unlock()
+		s.state = StateBusy
+		line := []byte(s.dialect.seqVar + strconv.FormatInt(j.seq, 10) +
+			"; { command : <&3; } 2>/dev/null || exec 3<>/dev/tty; { command : >&4; } 2>/dev/null || exec 4>" + s.errPath() + "\n")
+		s.mu.Unlock()
+		s.cmdW.Write(line)
+		select {
+		case <-j.Done():
+			s.mu.Lock()
+			if s.state == StateExited || s.closing {
+				return fmt.Errorf("%w: session %s's shell has exited; create a new session", ErrExited, s.id)
+			}
+			return nil
+		case <-time.After(time.Duration(50*(attempt+1)) * time.Millisecond):
+		}
+		s.mu.Lock()
+		if s.job == j {
+			s.ioMu.Lock()
+			s.job = nil
+			s.ioMu.Unlock()
+		}
+		if s.state == StateExited || s.closing {
+			return fmt.Errorf("%w: session %s's shell has exited; create a new session", ErrExited, s.id)
+		}
+		s.log.Debug().Int64("seq", j.seq).Msg("shell dropped a line after an interrupt; sending another")
+	}
+	// The shell no longer answers: end it, so that the session says
+	// exited rather than staying busy for ever.
+	s.mu.Unlock()
+	s.killTree()
+	s.mu.Lock()
+	return fmt.Errorf("%w: session %s's shell stopped reading commands after an interrupt and was ended; create a new session", ErrExited, s.id)
+}
+
+// errPath names the stderr pipe's write end as the shell can open it.
+func (s *Session) errPath() string {
+	return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), s.errW.Fd())
+}
+
+// discard is the sink of lines trl sends for itself.
+type discard struct{}
+
+func (discard) Output(Stream, []byte) {}
+
+// ErrNoForeground is returned by Signal when the job is not running.
+var ErrNoForeground = errors.New("no command is running")
+
+// Signal sends sig to job's process group, the terminal's foreground
+// group, if job is still the one running. When that group is the shell's
+// own (a builtin such as a `while` loop runs), the shell gets SIGINT,
+// whatever sig was asked: that is what interrupts a builtin, and any other
+// signal would end the session rather than the command. The shell is only
+// interrupted while it executes job's line — after the line's start record
+// and before its prompt record — never while it reads a line or waits for
+// the next one, where an interrupt would abandon or disturb another
+// command. An interrupt asked for before the start record is sent when it
+// arrives. It returns the signal sent (or to be sent).
+func (s *Session) Signal(job *Job, sig unix.Signal) (unix.Signal, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.job != job || job == nil || s.closing || s.state == StateExited {
+		return 0, ErrNoForeground
+	}
+	pgrp, err := s.foreground()
+	if err != nil {
+		return 0, err
+	}
+	if pgrp > 0 && pgrp != s.pid {
+		if err := unix.Kill(-pgrp, sig); err != nil && err != unix.ESRCH {
+			return 0, err
+		}
+		s.log.Debug().Int("pgrp", pgrp).Str("signal", unix.SignalName(sig)).Msg("signaled")
+		s.recheck(job, pgrp, sig)
+		return sig, nil
+	}
+	if !job.started {
+		job.pendingINT = true
+		return unix.SIGINT, nil
+	}
+	if !s.interruptSoon(job) {
+		return 0, ErrNoForeground
+	}
+	return unix.SIGINT, nil
+}
+
+// recheck covers a signal that reached a foreground group just as it
+// ended (between two commands of a line, the terminal still names the
+// last one): a moment later, if the command still runs under another
+// foreground group, the signal is delivered again, once. Called with mu
+// held.
+func (s *Session) recheck(job *Job, sent int, sig unix.Signal) {
+	time.AfterFunc(30*time.Millisecond, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.job != job || s.closing || s.state == StateExited {
+			return
+		}
+		pgrp, err := s.foreground()
+		switch {
+		case err != nil || pgrp == sent:
+		case pgrp > 0 && pgrp != s.pid:
+			unix.Kill(-pgrp, sig)
+		default:
+			s.interruptSoon(job)
+		}
+	})
+}
+
+// shellSettle is how long after a line's start record the shell may be
+// interrupted: in the first moments it is still setting up the line's
+// redirections, and bash, interrupted there, leaves them half undone.
+const shellSettle = 30 * time.Millisecond
+
+// interruptSoon interrupts the shell running job's line, now or, early in
+// the line, once shellSettle has passed (if the command still runs then).
+// Called with mu held.
+func (s *Session) interruptSoon(job *Job) bool {
+	wait := shellSettle - time.Since(job.startedAt)
+	if wait <= 0 {
+		return s.interruptShell(job)
+	}
+	time.AfterFunc(wait, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.job != job || s.closing || s.state == StateExited {
+			return
+		}
+		if pgrp, err := s.foreground(); err == nil && pgrp > 0 && pgrp != s.pid {
+			unix.Kill(-pgrp, unix.SIGINT)
+			return
+		}
+		s.interruptShell(job)
+	})
+	return true
+}
+
+// interruptShell sends SIGINT to the shell while it executes job's line.
+// It declines when the line's prompt record has been written: the line is
+// over and the shell about to wait for the next. Called with mu held.
+func (s *Session) interruptShell(job *Job) bool {
+	for i := 0; ; i++ {
+		if s.lastRecord.Load() >= job.seq {
+			return false
+		}
+		if n, err := s.pendingControl(); err == nil && n == 0 {
+			break
+		}
+		// Bytes are waiting on the control pipe: let the reader take
+		// them (it reads without mu) and look again.
+		if i == 100 {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := unix.Kill(s.pid, unix.SIGINT); err != nil {
+		return false
+	}
+	s.resync = true
+	s.log.Debug().Msg("interrupted the shell")
+	return true
+}
+
+// pendingControl is how many bytes wait unread on the control pipe.
+func (s *Session) pendingControl() (int, error) {
+	rc, err := s.ctlR.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var ioErr error
+	if err := rc.Control(func(fd uintptr) { n, ioErr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil {
+		return 0, err
+	}
+	return n, ioErr
+}
+
+// started records that the shell began executing line seq, and sends an
+// interrupt that was asked for before.
+func (s *Session) started(seq int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.job
+	if j == nil || j.seq != seq || j.started {
+		return
+	}
+	j.started = true
+	j.startedAt = time.Now()
+	if j.pendingINT {
+		j.pendingINT = false
+		if pgrp, err := s.foreground(); err == nil && pgrp > 0 && pgrp != s.pid {
+			unix.Kill(-pgrp, unix.SIGINT)
+		} else {
+			s.interruptSoon(j)
+		}
+	}
+}
+
+// foreground is the terminal's foreground process group.
+func (s *Session) foreground() (int, error) {
+	var pgrp int
+	var ioErr error
+	err := s.ptmRaw.Control(func(fd uintptr) {
+		pgrp, ioErr = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
+	})
+	if err == nil {
+		err = ioErr
+	}
+	return pgrp, err
+}
