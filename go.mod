@@ -3,11 +3,14 @@ module github.com/trl-project/trl
 go 1.26.8
 
 require (
-	github.com/creack/pty v1.1.24 // indirect
+	github.com/creack/pty v1.1.24
+	github.com/rs/zerolog v1.35.1
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.49.0
+)
+
+require (
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
-	github.com/rs/zerolog v1.35.1 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 )
