@@ -246,7 +246,7 @@ func (st *state) eraseDisplay(mode int) {
 				}
 			}
 			for y := 0; y <= last; y++ {
-				st.pushHist(g.lines[y].clone())
+				st.hist.push(&g.lines[y])
 			}
 		}
 		for y := range g.lines {
@@ -254,8 +254,7 @@ func (st *state) eraseDisplay(mode int) {
 			g.lines[y].clear(0, st.cols, c.pen)
 		}
 	case 3:
-		clear(st.hist)
-		st.hist = st.hist[:0]
+		st.hist.reset()
 	}
 }
 

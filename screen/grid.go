@@ -120,19 +120,6 @@ func (l *line) trimmed() []cell {
 	return l.cells[:n]
 }
 
-// clone copies the row for the scrollback, without spare capacity.
-func (l *line) clone() line {
-	c := l.trimmed()
-	out := line{wrapped: l.wrapped}
-	if len(c) > 0 {
-		out.cells = append([]cell(nil), c...)
-	}
-	if len(l.comb) > 0 {
-		out.comb = append([]string(nil), l.comb...)
-	}
-	return out
-}
-
 // grid is one screen buffer (the main or the alternate one).
 type grid struct {
 	lines []line // rows, top first

@@ -21,12 +21,12 @@ func (st *state) snapshot(o SnapshotOptions) Snapshot {
 	}
 	nh := 0
 	if !st.alt && o.ScrollbackLines > 0 {
-		nh = min(o.ScrollbackLines, len(st.hist))
+		nh = min(o.ScrollbackLines, st.hist.len())
 	}
 	snap.Lines = make([]string, 0, nh+st.rows)
 	var sb strings.Builder
-	for _, l := range st.hist[len(st.hist)-nh:] {
-		snap.Lines = append(snap.Lines, renderLine(&sb, &l, ansiFmt))
+	for i := st.hist.len() - nh; i < st.hist.len(); i++ {
+		snap.Lines = append(snap.Lines, renderLine(&sb, st.hist.at(i), ansiFmt))
 	}
 	for i := range st.g().lines {
 		snap.Lines = append(snap.Lines, renderLine(&sb, &st.g().lines[i], ansiFmt))

@@ -2,6 +2,7 @@ package screen
 
 import (
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/ansi/parser"
 )
 
 // cursor is the writing position and pen. x may equal cols after the last
@@ -18,8 +19,7 @@ type cursor struct {
 // state is the parsed screen. It is built on the first byte parsed.
 type state struct {
 	rows, cols int
-	maxHist    int
-	hist       []line // scrollback of the main screen, oldest first
+	hist       history // scrollback of the main screen
 	main, altg grid
 	alt        bool
 	cur        cursor
@@ -37,7 +37,7 @@ type state struct {
 }
 
 func newState(rows, cols, hist int, replies *[]byte) *state {
-	st := &state{rows: rows, cols: cols, maxHist: hist, replies: replies}
+	st := &state{rows: rows, cols: cols, hist: history{max: hist}, replies: replies}
 	st.main = newGrid(rows)
 	st.reset()
 	st.p = newParser(ansi.Handler{
@@ -80,6 +80,12 @@ func (st *state) resetModes() {
 
 func (st *state) feed(p []byte) {
 	for _, b := range p {
+		// Printable ASCII outside a sequence, most of any output, skips
+		// the parser's dispatch.
+		if b >= 0x20 && b < 0x7f && st.p.State() == parser.GroundState {
+			st.print(rune(b))
+			continue
+		}
 		st.p.Advance(b)
 	}
 }
@@ -221,7 +227,7 @@ func (st *state) scrollUp(top, bot, n int) {
 	}
 	if !st.alt && top == 0 {
 		for i := 0; i < n; i++ {
-			st.pushHist(g.lines[i].clone())
+			st.hist.push(&g.lines[i])
 		}
 	}
 	for i := top; i <= bot-n; i++ {
@@ -246,21 +252,6 @@ func (st *state) scrollDown(top, bot, n int) {
 		g.lines[i] = line{}
 		g.lines[i].clear(0, st.cols, st.cur.pen)
 	}
-}
-
-func (st *state) pushHist(l line) {
-	if st.maxHist <= 0 {
-		return
-	}
-	if len(st.hist) >= st.maxHist {
-		// Drop a chunk at a time so the copy is amortised.
-		drop := max(len(st.hist)-st.maxHist+1, st.maxHist/8)
-		drop = min(drop, len(st.hist))
-		n := copy(st.hist, st.hist[drop:])
-		clear(st.hist[n:])
-		st.hist = st.hist[:n]
-	}
-	st.hist = append(st.hist, l)
 }
 
 func (st *state) tab(n int) {
@@ -419,16 +410,14 @@ func (st *state) resizeGrid(g *grid, rows, cols int, active bool) {
 			continue
 		}
 		if isMain {
-			st.pushHist(g.lines[0].clone())
+			st.hist.push(&g.lines[0])
 		}
 		g.lines = g.lines[1:]
 		cy--
 	}
 	for len(g.lines) < rows {
-		if isMain && len(st.hist) > 0 && len(g.lines) > 0 {
-			h := st.hist[len(st.hist)-1]
-			st.hist = st.hist[:len(st.hist)-1]
-			g.lines = append([]line{h}, g.lines...)
+		if isMain && st.hist.len() > 0 && len(g.lines) > 0 {
+			g.lines = append([]line{st.hist.pop()}, g.lines...)
 			cy++
 			continue
 		}
