@@ -53,17 +53,29 @@ type SnapshotOptions struct {
 }
 
 // Screen is a terminal emulator. Its methods are safe for concurrent use.
-// Write only appends to a bounded pending buffer; the bytes are parsed when
-// the screen is read (Snapshot, CursorLine), when the buffer is full, or at
-// once when they hold a query a program waits for an answer to.
+// Write only appends to a pending buffer; the bytes are parsed when the
+// screen is read (Snapshot, CursorLine), at once when they hold a query a
+// program waits for an answer to, and by a short-lived goroutine of the
+// screen's own when PendingLimit bytes wait, so the writer never parses a
+// flood. If the goroutine falls behind by 4×PendingLimit, the oldest
+// pending bytes are dropped (Dropped counts them): a screen a little wrong
+// after a flood, rather than unbounded memory or a slowed writer.
 type Screen struct {
+	// pmu guards the parsed state; mu the pending bytes. pmu is taken
+	// first.
+	pmu     sync.Mutex
+	st      *state // nil until the first byte is parsed
+	replies []byte // answers produced while parsing, sent after unlock
+
 	mu      sync.Mutex
 	opts    Options
 	pending []byte
+	spare   []byte  // the other pending buffer, swapped in while parsing
 	tail    [8]byte // the last bytes written, to find a query split across writes
 	ntail   int
-	st      *state // nil until the first byte is parsed
-	replies []byte // answers produced while parsing, sent after unlock
+	busy    bool // the background parser runs
+	dropped int64
+	wg      sync.WaitGroup
 }
 
 // New returns a screen. Nothing but the options is allocated until the
@@ -94,17 +106,66 @@ func (s *Screen) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	q := s.opts.Reply != nil && hasQuery(s.tail[:s.ntail], p)
 	s.keepTail(p)
+	if over := len(s.pending) + len(p) - 4*s.opts.PendingLimit; over > 0 {
+		over = min(over, len(s.pending))
+		s.pending = s.pending[:copy(s.pending, s.pending[over:])]
+		s.dropped += int64(over)
+	}
 	s.pending = append(s.pending, p...)
-	var out []byte
-	if q || len(s.pending) >= s.opts.PendingLimit {
-		s.flush()
-		out = s.takeReplies()
+	bg := !q && !s.busy && len(s.pending) >= s.opts.PendingLimit
+	if bg {
+		s.busy = true
+		s.wg.Add(1)
 	}
 	s.mu.Unlock()
-	if len(out) > 0 {
-		s.opts.Reply(out)
+	switch {
+	case q:
+		s.pmu.Lock()
+		s.parse()
+		out := s.takeReplies()
+		s.pmu.Unlock()
+		s.send(out)
+	case bg:
+		go s.background()
 	}
 	return len(p), nil
+}
+
+// background parses until what is pending is under the limit.
+func (s *Screen) background() {
+	defer s.wg.Done()
+	for {
+		s.pmu.Lock()
+		s.parse()
+		out := s.takeReplies()
+		s.pmu.Unlock()
+		s.send(out)
+		s.mu.Lock()
+		if len(s.pending) < s.opts.PendingLimit {
+			s.busy = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Close waits for the background parser, if one runs. The screen stays
+// usable.
+func (s *Screen) Close() { s.wg.Wait() }
+
+// Dropped is how many bytes were dropped unparsed because the screen fell
+// behind a flood.
+func (s *Screen) Dropped() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}
+
+func (s *Screen) send(out []byte) {
+	if len(out) > 0 && s.opts.Reply != nil {
+		s.opts.Reply(out)
+	}
 }
 
 func (s *Screen) keepTail(p []byte) {
@@ -118,10 +179,9 @@ func (s *Screen) keepTail(p []byte) {
 }
 
 // takeReplies hands the queued answers to the caller, who sends them
-// after unlocking.
+// after unlocking. Callers hold pmu.
 func (s *Screen) takeReplies() []byte {
-	if len(s.replies) == 0 || s.opts.Reply == nil {
-		s.replies = s.replies[:0]
+	if len(s.replies) == 0 {
 		return nil
 	}
 	out := append([]byte(nil), s.replies...)
@@ -129,41 +189,39 @@ func (s *Screen) takeReplies() []byte {
 	return out
 }
 
-// flush parses the pending bytes. Callers hold mu.
-func (s *Screen) flush() {
-	if len(s.pending) == 0 {
-		return
-	}
+// parse parses what is pending and returns the state. Callers hold pmu,
+// not mu; Write goes on appending to the other buffer meanwhile.
+func (s *Screen) parse() *state {
+	s.mu.Lock()
+	take := s.pending
+	s.pending = s.spare[:0]
+	s.spare = nil
+	rows, cols, hist := s.opts.Rows, s.opts.Cols, s.opts.Scrollback
+	s.mu.Unlock()
 	if s.st == nil {
-		s.st = newState(s.opts.Rows, s.opts.Cols, s.opts.Scrollback, &s.replies)
+		if len(take) == 0 {
+			return newState(rows, cols, hist, &s.replies)
+		}
+		s.st = newState(rows, cols, hist, &s.replies)
 	}
-	s.st.feed(s.pending)
-	if cap(s.pending) > 4<<10 {
-		s.pending = nil // do not keep a burst's buffer while idle
-	} else {
-		s.pending = s.pending[:0]
-	}
-}
-
-// sync parses what is pending and sends the answers it produced.
-func (s *Screen) sync() *state {
-	s.flush()
-	if s.st == nil {
-		s.st = newState(s.opts.Rows, s.opts.Cols, s.opts.Scrollback, &s.replies)
+	s.st.feed(take)
+	if cap(take) <= 4<<10 {
+		// Small buffers are kept for the next swap; a burst's is not
+		// kept while idle.
+		s.mu.Lock()
+		s.spare = take[:0]
+		s.mu.Unlock()
 	}
 	return s.st
 }
 
 // Snapshot parses what is pending and returns the screen.
 func (s *Screen) Snapshot(o SnapshotOptions) Snapshot {
-	s.mu.Lock()
-	st := s.sync()
-	snap := st.snapshot(o)
+	s.pmu.Lock()
+	snap := s.parse().snapshot(o)
 	out := s.takeReplies()
-	s.mu.Unlock()
-	if len(out) > 0 {
-		s.opts.Reply(out)
-	}
+	s.pmu.Unlock()
+	s.send(out)
 	return snap
 }
 
@@ -182,50 +240,49 @@ func (s *Screen) Resize(rows, cols int) {
 	if rows <= 0 || cols <= 0 {
 		return
 	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	st := s.parse()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.opts.Rows, s.opts.Cols = rows, cols
-	if len(s.pending) > 0 {
-		s.flush()
-	}
-	if s.st != nil {
-		s.st.resize(rows, cols)
+	s.mu.Unlock()
+	if st == s.st && st != nil {
+		st.resize(rows, cols)
 	}
 }
 
 // CursorLine returns the text of the cursor's row up to the cursor: the
 // prompt a program waiting for input has printed.
 func (s *Screen) CursorLine() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.pending) == 0 && s.st == nil {
-		return ""
-	}
-	return s.sync().cursorLine()
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	return s.parse().cursorLine()
 }
 
 // AltScreen reports whether the alternate screen is on.
 func (s *Screen) AltScreen() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.pending) == 0 && s.st == nil {
-		return false
-	}
-	return s.sync().alt
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	return s.parse().alt
 }
 
 // LeaveAltScreen returns to the main screen if a program left the
 // alternate one on (a TUI killed before it could restore the terminal),
-// restoring the cursor it saved, as xterm does for mode 1049.
+// restoring the cursor it saved, as xterm does for mode 1049, and resets
+// the modes such a program may leave behind (scroll region, hidden
+// cursor, insert mode, line-drawing charset, colours).
 func (s *Screen) LeaveAltScreen() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.pending) == 0 && s.st == nil {
-		return
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	st := s.parse()
+	if st != s.st {
+		return // nothing was ever written
 	}
-	st := s.sync()
 	if st.alt {
 		st.setAlt(false, true)
+		st.cur = st.saved1049
+		st.cur.x = min(st.cur.x, st.cols-1)
+		st.cur.y = min(st.cur.y, st.rows-1)
 	}
 	st.resetModes()
 }

@@ -45,9 +45,9 @@ func TestQueriesAnsweredAtOnce(t *testing.T) {
 func TestWriteIsLazy(t *testing.T) {
 	s := New(Options{})
 	_, _ = s.Write([]byte("hello"))
-	s.mu.Lock()
+	s.pmu.Lock()
 	parsed := s.st != nil
-	s.mu.Unlock()
+	s.pmu.Unlock()
 	if parsed {
 		t.Fatal("Write parsed at once without a query")
 	}
@@ -59,14 +59,21 @@ func TestWriteIsLazy(t *testing.T) {
 func TestPendingLimitBounds(t *testing.T) {
 	s := New(Options{PendingLimit: 1024})
 	chunk := bytes.Repeat([]byte("x"), 100)
-	for range 100 {
+	for range 1000 {
 		_, _ = s.Write(chunk)
 		s.mu.Lock()
 		n := len(s.pending)
 		s.mu.Unlock()
-		if n >= 1024 {
-			t.Fatalf("pending grew to %d past the 1024 limit", n)
+		if n > 4*1024 {
+			t.Fatalf("pending grew to %d past 4x the 1024 limit", n)
 		}
+	}
+	s.Close()
+	// Whatever was dropped, the screen is whole and ends with the last
+	// bytes written.
+	lines := text(s)
+	if len(lines) != 24 || lines[23] == "" && lines[22] == "" {
+		t.Fatalf("screen after a flood: %q", lines)
 	}
 }
 
@@ -236,8 +243,8 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		_, _ = s.Write(data)
-		s.mu.Lock()
-		s.flush()
-		s.mu.Unlock()
+		s.pmu.Lock()
+		s.parse()
+		s.pmu.Unlock()
 	}
 }
