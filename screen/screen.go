@@ -17,9 +17,14 @@ type Options struct {
 	// device attributes, status). It is called from Write, outside the
 	// screen's lock, and must not block for long. Nil drops the answers.
 	Reply func([]byte)
-	// PendingLimit bounds the bytes written but not yet parsed; past it
-	// Write parses them at once. 0 means 256 KiB.
+	// PendingLimit is how many written bytes may wait unparsed before a
+	// background parse starts. 0 means 256 KiB.
 	PendingLimit int
+	// NewlineCR makes a line feed also return the carriage, as the
+	// terminal's ONLCR would have: trl's sessions turn ONLCR off so that
+	// commands' output carries bare "\n", and a person looking at such a
+	// terminal through trl should still see lines, not a staircase.
+	NewlineCR bool
 }
 
 // Cursor is where the next character goes (0-based, Row counted from the
@@ -203,6 +208,7 @@ func (s *Screen) parse() *state {
 			return newState(rows, cols, hist, &s.replies)
 		}
 		s.st = newState(rows, cols, hist, &s.replies)
+		s.st.newlineCR = s.opts.NewlineCR
 	}
 	s.st.feed(take)
 	if cap(take) <= 4<<10 {

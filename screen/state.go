@@ -30,6 +30,7 @@ type state struct {
 	title      string
 
 	autowrap, insert, hidden, appCursor bool
+	newlineCR                           bool
 
 	p       *ansi.Parser
 	replies *[]byte
@@ -183,6 +184,9 @@ func (st *state) execute(b byte) {
 		st.tab(1)
 	case '\n', '\v', '\f':
 		st.index()
+		if st.newlineCR {
+			c.x = 0
+		}
 	case '\r':
 		c.x = 0
 		c.pending = false
