@@ -27,10 +27,12 @@
 //
 // # Cost
 //
-// Write does not parse: it appends to a bounded pending buffer and the
-// bytes are parsed when the screen is read, when the buffer is full, or at
-// once when they hold a query (cursor position, device attributes) that a
-// program waits on, so the answer goes out through Options.Reply at once.
+// Write does not parse: it appends to a bounded pending buffer (a flood
+// keeps its last PendingLimit bytes) and the bytes are parsed when the
+// screen is read, after Settle in the background, or at once when they
+// hold a query (cursor position, device attributes) that a program waits
+// on, so the answer goes out through Options.Reply at once. A session's
+// output path therefore pays a copy, never an emulator.
 // Nothing is allocated before the first byte; an 80×24 grid takes about
 // 30 KiB (16-byte cells, blank rows unallocated, scrollback rows trimmed).
 package screen

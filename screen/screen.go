@@ -17,8 +17,8 @@ type Options struct {
 	// device attributes, status). It is called from Write, outside the
 	// screen's lock, and must not block for long. Nil drops the answers.
 	Reply func([]byte)
-	// PendingLimit is how many written bytes may wait unparsed before a
-	// background parse starts. 0 means 256 KiB.
+	// PendingLimit bounds the bytes kept unparsed: past twice as many,
+	// the oldest are dropped down to PendingLimit. 0 means 256 KiB.
 	PendingLimit int
 	// NewlineCR makes a line feed also return the carriage, as the
 	// terminal's ONLCR would have: trl's sessions turn ONLCR off so that
@@ -58,13 +58,16 @@ type SnapshotOptions struct {
 }
 
 // Screen is a terminal emulator. Its methods are safe for concurrent use.
-// Write only appends to a pending buffer; the bytes are parsed when the
-// screen is read (Snapshot, CursorLine), at once when they hold a query a
-// program waits for an answer to, and by a short-lived goroutine of the
-// screen's own when PendingLimit bytes wait, so the writer never parses a
-// flood. If the goroutine falls behind by 4×PendingLimit, the oldest
-// pending bytes are dropped (Dropped counts them): a screen a little wrong
-// after a flood, rather than unbounded memory or a slowed writer.
+//
+// Write never parses (unless the bytes hold a query a program waits on,
+// answered at once): it appends to a pending buffer, so the output path of
+// a session pays a copy, not an emulator. The bytes are parsed when the
+// screen is read (Snapshot, CursorLine), or by a short-lived goroutine of
+// the screen's own after Settle (a command ended). A flood is bounded: past
+// 2×PendingLimit unparsed bytes the oldest are dropped, keeping the last
+// PendingLimit (Dropped counts them). The rows a flood leaves on the screen
+// are its last lines, so what is lost is scrollback older than that tail
+// and, rarely, a mode set early in the flood.
 type Screen struct {
 	// pmu guards the parsed state; mu the pending bytes. pmu is taken
 	// first.
@@ -75,7 +78,6 @@ type Screen struct {
 	mu      sync.Mutex
 	opts    Options
 	pending []byte
-	spare   []byte  // the other pending buffer, swapped in while parsing
 	tail    [8]byte // the last bytes written, to find a query split across writes
 	ntail   int
 	busy    bool // the background parser runs
@@ -105,38 +107,56 @@ func New(o Options) *Screen {
 
 // Write feeds terminal output to the screen. It never fails.
 func (s *Screen) Write(p []byte) (int, error) {
-	if len(p) == 0 {
+	n := len(p)
+	if n == 0 {
 		return 0, nil
 	}
 	s.mu.Lock()
 	q := s.opts.Reply != nil && hasQuery(s.tail[:s.ntail], p)
 	s.keepTail(p)
-	if over := len(s.pending) + len(p) - 4*s.opts.PendingLimit; over > 0 {
-		over = min(over, len(s.pending))
-		s.pending = s.pending[:copy(s.pending, s.pending[over:])]
-		s.dropped += int64(over)
+	lim := s.opts.PendingLimit
+	if len(s.pending)+len(p) > 2*lim {
+		// Keep the last lim bytes of pending+p.
+		if len(p) >= lim {
+			s.dropped += int64(len(s.pending) + len(p) - lim)
+			s.pending = append(s.pending[:0], p[len(p)-lim:]...)
+			p = nil
+		} else {
+			keep := lim - len(p)
+			drop := len(s.pending) - keep
+			s.dropped += int64(drop)
+			s.pending = s.pending[:copy(s.pending, s.pending[drop:])]
+		}
 	}
 	s.pending = append(s.pending, p...)
-	bg := !q && !s.busy && len(s.pending) >= s.opts.PendingLimit
-	if bg {
-		s.busy = true
-		s.wg.Add(1)
-	}
 	s.mu.Unlock()
-	switch {
-	case q:
+	if q {
 		s.pmu.Lock()
 		s.parse()
 		out := s.takeReplies()
 		s.pmu.Unlock()
 		s.send(out)
-	case bg:
-		go s.background()
 	}
-	return len(p), nil
+	return n, nil
 }
 
-// background parses until what is pending is under the limit.
+// Settle parses what is pending in the background, so an idle screen
+// holds a grid rather than a buffer of bytes. A session calls it when a
+// command ends.
+func (s *Screen) Settle() {
+	s.mu.Lock()
+	start := len(s.pending) > 0 && !s.busy
+	if start {
+		s.busy = true
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if start {
+		go s.background()
+	}
+}
+
+// background parses until nothing is pending.
 func (s *Screen) background() {
 	defer s.wg.Done()
 	for {
@@ -146,7 +166,7 @@ func (s *Screen) background() {
 		s.pmu.Unlock()
 		s.send(out)
 		s.mu.Lock()
-		if len(s.pending) < s.opts.PendingLimit {
+		if len(s.pending) == 0 {
 			s.busy = false
 			s.mu.Unlock()
 			return
@@ -195,12 +215,11 @@ func (s *Screen) takeReplies() []byte {
 }
 
 // parse parses what is pending and returns the state. Callers hold pmu,
-// not mu; Write goes on appending to the other buffer meanwhile.
+// not mu; Write goes on appending to a new buffer meanwhile.
 func (s *Screen) parse() *state {
 	s.mu.Lock()
 	take := s.pending
-	s.pending = s.spare[:0]
-	s.spare = nil
+	s.pending = nil
 	rows, cols, hist := s.opts.Rows, s.opts.Cols, s.opts.Scrollback
 	s.mu.Unlock()
 	if s.st == nil {
@@ -211,13 +230,6 @@ func (s *Screen) parse() *state {
 		s.st.newlineCR = s.opts.NewlineCR
 	}
 	s.st.feed(take)
-	if cap(take) <= 4<<10 {
-		// Small buffers are kept for the next swap; a burst's is not
-		// kept while idle.
-		s.mu.Lock()
-		s.spare = take[:0]
-		s.mu.Unlock()
-	}
 	return s.st
 }
 

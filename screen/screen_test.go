@@ -64,16 +64,34 @@ func TestPendingLimitBounds(t *testing.T) {
 		s.mu.Lock()
 		n := len(s.pending)
 		s.mu.Unlock()
-		if n > 4*1024 {
-			t.Fatalf("pending grew to %d past 4x the 1024 limit", n)
+		if n > 2*1024 {
+			t.Fatalf("pending grew to %d past 2x the 1024 limit", n)
 		}
 	}
-	s.Close()
+	if s.Dropped() == 0 {
+		t.Fatal("nothing dropped from 100 KB written with a 1 KiB limit")
+	}
 	// Whatever was dropped, the screen is whole and ends with the last
 	// bytes written.
 	lines := text(s)
-	if len(lines) != 24 || lines[23] == "" && lines[22] == "" {
+	if len(lines) != 24 || lines[0] != strings.Repeat("x", 80) {
 		t.Fatalf("screen after a flood: %q", lines)
+	}
+}
+
+func TestSettleParsesInTheBackground(t *testing.T) {
+	s := New(Options{})
+	_, _ = s.Write([]byte("done\r\n"))
+	s.Settle()
+	s.Close()
+	s.mu.Lock()
+	n := len(s.pending)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d bytes still pending after Settle", n)
+	}
+	if got := text(s)[0]; got != "done" {
+		t.Fatalf("row 0 %q", got)
 	}
 }
 
@@ -221,7 +239,11 @@ func TestSnapshotLatency(t *testing.T) {
 		ds = append(ds, time.Since(t0))
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	if p50 := ds[len(ds)/2]; p50 > 200*time.Microsecond {
+	limit := 200 * time.Microsecond
+	if raceOn {
+		limit *= 10
+	}
+	if p50 := ds[len(ds)/2]; p50 > limit {
 		t.Errorf("snapshot p50 %v > 200µs", p50)
 	} else {
 		t.Logf("snapshot p50 %v", p50)

@@ -169,6 +169,7 @@ func (s *Session) complete(seq int64, st Status) {
 	}
 	s.lastUsed = time.Now().UTC()
 	s.mu.Unlock()
+	s.scr.Settle()
 	if j.stdin != "" {
 		os.Remove(j.stdin)
 	}
