@@ -61,6 +61,10 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusOK, []byte(`{"ok":true}`+"\n"))
 		return
 	}
+	if s.opts.Probes != nil && (r.URL.Path == "/livez" || r.URL.Path == "/readyz") {
+		s.opts.Probes.ServeHTTP(w, r)
+		return
+	}
 	if !s.auth.check(r) {
 		msg := "missing or wrong bearer token; send the header 'Authorization: Bearer <TRL_AUTH_TOKEN>'"
 		if r.URL.RawQuery != "" {
@@ -72,6 +76,10 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if s.opts.Metrics != nil && r.URL.Path == "/metrics" {
+		s.opts.Metrics.ServeHTTP(w, r)
+		return
+	}
 	var serve func(*stallWriter, *http.Request, []byte)
 	switch {
 	case r.URL.Path == "/rpc":
