@@ -35,3 +35,17 @@ def require_method(test: unittest.TestCase, client, method: str, params) -> None
         test.skipTest("the daemon does not serve %s yet (METHOD_NOT_FOUND: %s)" % (method, e.message))
     except TrlError:
         pass
+
+
+def eventually(fn, timeout=10.0, interval=0.05):
+    """Call fn until it returns without raising, for up to timeout seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return fn()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(interval)

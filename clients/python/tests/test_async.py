@@ -72,6 +72,22 @@ class AsyncCases:
             for sid in sids:
                 await self.trl.session_destroy(sid, force=True)
 
+    async def test_cancelled_run_interrupts_the_command(self):
+        task = asyncio.ensure_future(self.trl.run("sleep 30", self.sid))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await task
+        t0 = time.monotonic()
+        while True:
+            try:
+                r = await self.trl.run("echo free", self.sid)
+                break
+            except SessionBusy:
+                self.assertLess(time.monotonic() - t0, 10, "the cancelled command kept running")
+                await asyncio.sleep(0.05)
+        self.assertEqual(r.stdout, "free\n")
+
     async def test_ping_stats(self):
         self.assertIn("uptime_s", await self.trl.ping())
         self.assertIn("active_sessions", await self.trl.stats())

@@ -1,5 +1,7 @@
 """The blocking Client against the real daemon, over the socket and HTTP."""
 
+import os
+import signal
 import threading
 import time
 import unittest
@@ -7,7 +9,7 @@ import unittest
 from trl_client import (AuthFailed, Client, CommandFailed, InvalidParams, SessionBusy, SessionNotFound,
                         StreamNotFound, TransportError, key)
 
-from .support import HTTP_URL, SOCKET, TOKEN, method_or_skip, needs_daemon, needs_http, require_method
+from .support import HTTP_URL, SOCKET, TOKEN, eventually, method_or_skip, needs_daemon, needs_http, require_method
 
 
 class ClientCases:
@@ -102,6 +104,18 @@ class ClientCases:
         ex = st.wait()
         self.assertTrue(ex.canceled)
         self.assertEqual(self.trl.run("echo usable", self.sid).stdout, "usable\n")
+
+    def test_ctrl_c_interrupts_the_command(self):
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        t0 = time.monotonic()
+        with self.assertRaises(KeyboardInterrupt):
+            self.trl.run("sleep 30", self.sid)
+        timer.join()
+        # The command got SIGINT: the session is free again long before 30 s.
+        r = eventually(lambda: self.trl.run("echo free", self.sid))
+        self.assertEqual(r.stdout, "free\n")
+        self.assertLess(time.monotonic() - t0, 15)
 
     def test_ping_and_stats(self):
         self.assertIn("version", self.trl.ping())

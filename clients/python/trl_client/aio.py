@@ -94,7 +94,18 @@ class AsyncClient(Methods):
         await self.close()
 
     async def _acall(self, method: str, p: Optional[Dict[str, Any]], post: Optional[Callable[[Any], Any]]) -> Any:
-        data = (await self._t.call(method, p)).result()
+        try:
+            data = (await self._t.call(method, p)).result()
+        except asyncio.CancelledError:
+            # A cancelled run interrupts its command (SIGINT) before the
+            # cancellation goes on; the daemon would otherwise run it on.
+            if method == "exec.run":
+                try:
+                    await asyncio.wait_for(
+                        self._t.call("exec.cancel", {"session_id": (p or {}).get("session_id") or "default"}), 10)
+                except Exception:
+                    pass
+            raise
         return post(data) if post else data
 
     def _call(self, method: str, p: Optional[Dict[str, Any]] = None, post: Optional[Callable[[Any], Any]] = None) -> Any:

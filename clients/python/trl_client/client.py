@@ -130,8 +130,21 @@ class Client(Methods):
         self.close()
 
     def _call(self, method: str, p: Optional[Dict[str, Any]] = None, post: Optional[Callable[[Any], Any]] = None) -> Any:
-        data = self._t.call(method, p).result()
+        try:
+            data = self._t.call(method, p).result()
+        except KeyboardInterrupt:
+            # Ctrl-C while a command runs interrupts the command too, as it
+            # would in a terminal; the daemon would otherwise run it on.
+            if method == "exec.run":
+                self._cancel_quietly(p)
+            raise
         return post(data) if post else data
+
+    def _cancel_quietly(self, p: Optional[Dict[str, Any]]) -> None:
+        try:
+            self._t.call("exec.cancel", {"session_id": (p or {}).get("session_id") or "default"})
+        except Exception:  # best effort: the interrupt is what the caller sees
+            pass
 
     def _stream(self, method: str, p: Dict[str, Any], *callbacks: Any) -> Stream:
         reply, source = self._t.open_stream(method, p)
@@ -330,6 +343,9 @@ class _HTTPTransport:
         except (OSError, http.client.HTTPException) as e:
             conn.close()
             raise TransportError("cannot reach trl at http://%s%s: %s" % (self._hostport, self._path, e)) from e
+        except BaseException:
+            conn.close()
+            raise
 
     def _first(self, proto: Protocol, resp: http.client.HTTPResponse, events: List[Any]) -> Reply:
         if not events or not isinstance(events[0], Reply):
@@ -346,7 +362,12 @@ class _HTTPTransport:
             raise TransportError("reading trl's answer: %s" % e) from e
         finally:
             conn.close()
-        return self._first(proto, resp, proto.receive(raw) + proto.eof())
+        try:
+            events = proto.receive(raw) + proto.eof()
+        except ProtocolError as e:
+            raise ProtocolError("trl answered HTTP %d with something else than a reply (%s): %.200r"
+                                % (resp.status, e, raw)) from None
+        return self._first(proto, resp, events)
 
     def open_stream(self, method: str, p: Dict[str, Any]) -> Tuple[Reply, _Source]:
         proto = Protocol()
@@ -363,6 +384,9 @@ class _HTTPTransport:
         except (OSError, http.client.HTTPException) as e:
             conn.close()
             raise TransportError("reading trl's answer: %s" % e) from e
+        except BaseException:
+            conn.close()
+            raise
         reply = self._first(proto, resp, events)
         if reply.error is not None:
             conn.close()
