@@ -96,7 +96,10 @@ class Methods:
 
         Returns a Stream: iterate it for Chunks, or call ``wait()`` for the
         exit; callbacks (``on_stdout(text)``, ``on_stderr(text)``,
-        ``on_output(chunk)``) run for each chunk as it is consumed.
+        ``on_output(chunk)``) run for each chunk as it is consumed. Over
+        the socket, output that arrived but was not consumed yet waits in
+        the client's memory: consume or ``close()`` a stream you start.
+        Several streams may run at once on one client (one per session).
         """
         return self._stream("exec.stream", params(session_id=session_id, command=command, timeout_s=timeout_s,
                                                   stdin=stdin, env=env), on_output, on_stdout, on_stderr)
