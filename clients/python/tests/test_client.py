@@ -175,6 +175,22 @@ class SocketClientTest(ClientCases, unittest.TestCase):
         t.join()
         self.assertEqual(done[0].stdout, "slow\n")
 
+    def test_attach_from_another_connection(self):
+        st = self.trl.stream("echo one; sleep 0.3; echo two", self.sid)
+        self.assertEqual(next(iter(st)).data, "one\n")
+        st.close()
+        # The daemon goes on sending this connection the stream until its
+        # exit, so a second subscription here would see everything twice.
+        with self.assertRaises(ValueError):
+            self.trl.attach(st.stream_id)
+        with self.connect() as other:
+            again = other.attach(st.stream_id)
+            self.assertEqual("".join(c.data for c in again), "one\ntwo\n")
+            self.assertEqual(again.exit.exit_code, 0)
+        # Once the exit has passed, this connection may attach again.
+        again = eventually(lambda: self.trl.attach(st.stream_id))
+        self.assertEqual("".join(c.data for c in again), "one\ntwo\n")
+
     def test_no_daemon_is_a_transport_error(self):
         with self.assertRaises(TransportError) as cm:
             Client(socket="/nonexistent/trl.sock")

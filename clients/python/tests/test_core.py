@@ -53,6 +53,15 @@ class ProtocolTest(unittest.TestCase):
         self.assertEqual(events[2].exit.exit_code, 0)
         self.assertEqual(len(events), 3, "nothing is routed after the exit")
 
+    def test_a_closed_stream_counts_as_followed_until_its_exit(self):
+        p = Protocol()
+        rid, _ = p.request("exec.stream", {"command": "x"}, stream=True)
+        p.receive(b'{"id":"%s","ok":true,"data":{"stream_id":"st-1"}}\n' % rid.encode())
+        p.close_route("st-1")
+        self.assertTrue(p.following("st-1"))
+        self.assertEqual(p.receive(b'{"method":"exec.exit","params":{"stream_id":"st-1","exit_code":0}}\n'), [])
+        self.assertFalse(p.following("st-1"))
+
     def test_garbage_is_a_protocol_error(self):
         with self.assertRaises(ProtocolError):
             Protocol().receive(b"not json\n")

@@ -105,6 +105,10 @@ class Protocol:
         self._max = max_line
         self._pending: Dict[str, bool] = {}  # request id -> opens a stream
         self._routes: Dict[str, bool] = {}  # stream ids whose notifications we take
+        # Streams closed before their exit: the daemon still sends their
+        # notifications on this connection until the exit, so a second
+        # subscription here would get both.
+        self._abandoned: Dict[str, bool] = {}
 
     def request(self, method: str, params: Optional[Dict[str, Any]] = None, stream: bool = False) -> Tuple[str, bytes]:
         """Encode a request; ``stream`` marks one whose reply opens a stream."""
@@ -119,8 +123,13 @@ class Protocol:
         """Drop a request no one waits for any more (its reply is ignored)."""
         self._pending.pop(rid, None)
 
+    def following(self, stream_id: Optional[str]) -> bool:
+        """Whether the daemon sends this stream's notifications here now."""
+        return stream_id in self._routes or stream_id in self._abandoned
+
     def close_route(self, stream_id: str) -> None:
-        self._routes.pop(stream_id, None)
+        if self._routes.pop(stream_id, None) is not None:
+            self._abandoned[stream_id] = True
 
     def receive(self, data: bytes) -> List[Event]:
         """Feed bytes read from the daemon; returns the complete messages' events."""
@@ -180,9 +189,11 @@ class Protocol:
         if not isinstance(params, dict):
             return None
         sid = params.get("stream_id")
-        if sid not in self._routes:
-            return None  # a stream no one here follows any more
         method = msg.get("method")
+        if sid not in self._routes:
+            if method == "exec.exit":
+                self._abandoned.pop(sid, None)
+            return None  # a stream no one here follows any more
         if method == "exec.output":
             return StreamEvent(sid, chunk=Chunk(params))
         if method == "exec.exit":
