@@ -78,7 +78,7 @@ func New(opts Options) *Prometheus {
 	p.reg.MustRegister(p.sessions, p.commands, p.duration, p.outputBytes, p.requests, p.conns, p.connsTotal, p.consoleViewers, build)
 	if f := opts.ActiveSessions; f != nil {
 		p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "trl_sessions_active", Help: "Live sessions now.",
+			Name: "trl_sessions_active", Help: "Sessions the daemon holds now (idle, busy, or exited and not yet destroyed).",
 		}, func() float64 { return float64(f()) }))
 	}
 	if f := opts.RunningCommands; f != nil {

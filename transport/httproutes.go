@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/trl-project/trl/metrics"
 	"github.com/trl-project/trl/protocol"
 )
 
@@ -71,6 +72,7 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			msg += " (a token in the URL is never accepted)"
 		}
 		s.opts.Logger.Warn().Str("path", clipString(r.URL.Path, 128)).Str("actor", actor(r)).Msg("refused an HTTP request: bad token")
+		metrics.Get().Request("http", "", string(protocol.CodeAuthFailed))
 		hdr.Set("WWW-Authenticate", `Bearer realm="trl"`)
 		writeEnvelope(w, http.StatusUnauthorized, protocol.CodeAuthFailed, msg)
 		return

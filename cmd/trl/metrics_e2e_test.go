@@ -91,6 +91,8 @@ func TestMetricsAfterAKnownWorkload(t *testing.T) {
 	assert.Equal(t, false, c.call("session.info", map[string]any{"session_id": "s-nope"})["ok"])
 	resp := d.post(t, "/rpc", `{"id":1,"method":"system.ping"}`, bearer())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp = d.post(t, "/rpc", `{"id":2,"method":"system.ping"}`, map[string]string{"Authorization": "Bearer wrong"})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 
 	want := []struct {
 		name   string
@@ -113,6 +115,7 @@ func TestMetricsAfterAKnownWorkload(t *testing.T) {
 		{"trl_requests_total", map[string]string{"transport": "unix", "method": "other", "code": "METHOD_NOT_FOUND"}, 1},
 		{"trl_requests_total", map[string]string{"transport": "unix", "method": "session.info", "code": "SESSION_NOT_FOUND"}, 1},
 		{"trl_requests_total", map[string]string{"transport": "http", "method": "system.ping", "code": "OK"}, 1},
+		{"trl_requests_total", map[string]string{"transport": "http", "method": "other", "code": "AUTH_FAILED"}, 1},
 		// The start-up check's dial and this test's connection.
 		{"trl_connections_total", map[string]string{"transport": "unix"}, 2},
 		{"trl_connections", map[string]string{"transport": "unix"}, 1},
