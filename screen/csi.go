@@ -150,6 +150,8 @@ func (st *state) privateCSI(final byte, ps ansi.Params) {
 		switch ps[i].Param(0) {
 		case 1:
 			st.appCursor = on
+		case 2004:
+			st.bracketedPaste = on
 		case 6:
 			st.cur.origin = on
 			st.setTop()

@@ -277,6 +277,15 @@ func (s *Screen) CursorLine() string {
 	return s.parse().cursorLine()
 }
 
+// InputModes reports the modes that change how keys are sent: application
+// cursor keys (DECCKM) and bracketed paste (mode 2004).
+func (s *Screen) InputModes() (appCursor, bracketedPaste bool) {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	st := s.parse()
+	return st.appCursor, st.bracketedPaste
+}
+
 // AltScreen reports whether the alternate screen is on.
 func (s *Screen) AltScreen() bool {
 	s.pmu.Lock()

@@ -30,6 +30,7 @@ type state struct {
 	title      string
 
 	autowrap, insert, hidden, appCursor bool
+	bracketedPaste                      bool // DEC mode 2004: pastes are wrapped
 	newlineCR                           bool
 
 	p       *ansi.Parser
@@ -61,7 +62,7 @@ func (st *state) reset() {
 	st.top, st.bot = 0, st.rows-1
 	st.tabs = nil
 	st.title = ""
-	st.autowrap, st.insert, st.hidden, st.appCursor = true, false, false, false
+	st.autowrap, st.insert, st.hidden, st.appCursor, st.bracketedPaste = true, false, false, false, false
 }
 
 // resetModes undoes what a program killed mid-run may leave behind that
