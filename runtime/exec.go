@@ -125,6 +125,7 @@ func (rt *Runtime) execRun(_ context.Context, call *protocol.Call) (*protocol.Re
 	x := <-done
 	out := coll.Result()
 	rt.auditCommand(s, call.Actor, call.Method, r.Command, x, out.Truncated)
+	recordCommand(call.Method, x, out.StdoutBytes, out.StderrBytes)
 	if rt.shuttingDown() {
 		return nil, session.ErrShuttingDown
 	}
@@ -177,6 +178,7 @@ func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol
 	_, err = rt.launch(s, r, st, func(x exec.Exit) {
 		rt.streams.Finish(st, x)
 		rt.auditCommand(s, call.Actor, call.Method, r.Command, x, false)
+		recordStream(call.Method, st, x)
 	})
 	if err != nil {
 		rt.streams.Drop(st)
