@@ -270,3 +270,33 @@ func BenchmarkParse(b *testing.B) {
 		s.pmu.Unlock()
 	}
 }
+
+// TestPlainScrollbackIsCompact: plain text that scrolls by is kept as
+// text, not cells, so a full scrollback of it costs about its length.
+func TestPlainScrollbackIsCompact(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := New(Options{Rows: 24, Cols: 80, Scrollback: 1000})
+	for i := range 1100 {
+		_, _ = s.Write([]byte(strings.Repeat(string(rune('a'+i%26)), 60) + "\r\n"))
+	}
+	snap := s.Snapshot(SnapshotOptions{ScrollbackLines: 1000})
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(s)
+	if got := float64(after.HeapAlloc) - float64(before.HeapAlloc); got > 200<<10 {
+		t.Errorf("1,000 lines of 60 characters of scrollback hold %.0f bytes", got)
+	}
+	if len(snap.Lines) != 1024 || snap.Lines[0] != strings.Repeat(string(rune('a'+77%26)), 60) {
+		t.Fatalf("%d lines, first %q", len(snap.Lines), snap.Lines[0])
+	}
+	// Rows brought back from the scrollback by a resize are cells again.
+	s.Resize(30, 80)
+	_, _ = s.Write([]byte("\x1b[1;3Hxy"))
+	// Six rows come back: the first is line 1071.
+	f := string(rune('a' + 1071%26))
+	if got := s.Snapshot(SnapshotOptions{}).Lines[0]; got != f+f+"xy"+strings.Repeat(f, 56) {
+		t.Fatalf("row 0 after a resize and an edit: %q", got)
+	}
+}
