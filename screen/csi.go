@@ -432,6 +432,14 @@ func (st *state) esc(cmd ansi.Cmd) {
 
 func (st *state) osc(cmd int, data []byte) {
 	switch cmd {
+	case 10, 11:
+		// Colour queries (programs pick a light or dark theme from the
+		// answer, some waiting for it): a light grey on black terminal.
+		if string(data) == "10;?" {
+			st.reply([]byte("\x1b]10;rgb:c0c0/c0c0/c0c0\x1b\\")...)
+		} else if string(data) == "11;?" {
+			st.reply([]byte("\x1b]11;rgb:0000/0000/0000\x1b\\")...)
+		}
 	case 0, 2:
 		// data is "N;title".
 		for i, b := range data {

@@ -233,6 +233,13 @@ func (s *Screen) parse() *state {
 	return s.st
 }
 
+// idle reports whether no bytes wait to be parsed.
+func (s *Screen) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending) == 0
+}
+
 // Snapshot parses what is pending and returns the screen.
 func (s *Screen) Snapshot(o SnapshotOptions) Snapshot {
 	s.pmu.Lock()
@@ -292,10 +299,10 @@ func (s *Screen) AltScreen() bool {
 func (s *Screen) LeaveAltScreen() {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
-	st := s.parse()
-	if st != s.st {
-		return // nothing was ever written
+	if s.st == nil && s.idle() {
+		return // nothing was ever written: nothing to build
 	}
+	st := s.parse()
 	if st.alt {
 		st.setAlt(false, true)
 		st.cur = st.saved1049

@@ -18,6 +18,7 @@ func TestQueriesAnsweredAtOnce(t *testing.T) {
 		{"status", "\x1b[5n", "\x1b[0n"},
 		{"primary DA", "\x1b[c", "\x1b[?1;2c"},
 		{"secondary DA", "\x1b[>c", "\x1b[>84;0;0c"},
+		{"background colour", "\x1b]11;?\x07", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
 		{"split across writes", "\x1b[", "6n"},
 	}
 	for _, c := range cases {
