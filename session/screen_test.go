@@ -189,3 +189,25 @@ func TestSubscribe(t *testing.T) {
 	require.Contains(t, got.out.String(), "err\n")
 	require.NotContains(t, got.out.String(), "unseen")
 }
+
+// TestPromptOnStderrInCursorLine: read -p writes its prompt to stderr; the
+// screen has it at the cursor, where §8's waiting prompt is read from.
+func TestPromptOnStderrInCursorLine(t *testing.T) {
+	needTool(t, "bash")
+	m := newManager(t)
+	s, err := m.Create(Config{Shell: "/bin/sh"})
+	require.NoError(t, err)
+	k := &sink{}
+	j, err := s.Start(Command{Text: `bash -c 'read -p "Continue? [Y/n] " x; echo "got $x"'`}, k)
+	require.NoError(t, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Screen().CursorLine() != "Continue? [Y/n] " {
+		if time.Now().After(deadline) {
+			t.Fatalf("cursor line %q", s.Screen().CursorLine())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	typeKeys(t, s, "y\n")
+	waitJob(t, j)
+	require.Contains(t, k.out.String(), "got y")
+}
