@@ -301,3 +301,21 @@ func TestPlainScrollbackIsCompact(t *testing.T) {
 		t.Fatalf("row 0 after a resize and an edit: %q", got)
 	}
 }
+
+// TestCombiningMarksBounded: a row redrawn over and over with combining
+// marks keeps only the marks still on screen.
+func TestCombiningMarksBounded(t *testing.T) {
+	s := New(Options{Rows: 2, Cols: 10})
+	for range 10000 {
+		_, _ = s.Write([]byte("\re\u0301a\u0300"))
+	}
+	if got := text(s)[0]; got != "e\u0301a\u0300" {
+		t.Fatalf("row 0 %q", got)
+	}
+	s.pmu.Lock()
+	n := len(s.st.main.lines[0].comb)
+	s.pmu.Unlock()
+	if n > 2*10+8 {
+		t.Fatalf("%d combining entries kept for a 10-column row", n)
+	}
+}

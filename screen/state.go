@@ -160,6 +160,9 @@ func (st *state) combine(r rune) {
 	}
 	cl := &l.cells[x]
 	if cl.cm == 0 {
+		if len(l.comb) >= 2*len(l.cells)+8 {
+			l.compactComb()
+		}
 		if len(l.comb) >= 0xffff {
 			return
 		}
@@ -170,6 +173,19 @@ func (st *state) combine(r rune) {
 	if len(l.comb[cl.cm-1]) < 32 {
 		l.comb[cl.cm-1] += string(r)
 	}
+}
+
+// compactComb drops the combining marks of cells since overwritten, so a
+// row redrawn forever does not collect them forever.
+func (l *line) compactComb() {
+	var keep []string
+	for i := range l.cells {
+		if c := &l.cells[i]; c.cm != 0 && int(c.cm) <= len(l.comb) {
+			keep = append(keep, l.comb[c.cm-1])
+			c.cm = uint16(len(keep))
+		}
+	}
+	l.comb = keep
 }
 
 func (st *state) execute(b byte) {
