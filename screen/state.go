@@ -100,7 +100,12 @@ func (st *state) g() *grid {
 
 func (st *state) row(y int) *line { return &st.g().lines[y] }
 
-func (st *state) reply(b ...byte) { *st.replies = append(*st.replies, b...) }
+// reply queues an answer; a flood of queries gets at most 64 KiB of them.
+func (st *state) reply(b ...byte) {
+	if len(*st.replies)+len(b) <= 64<<10 {
+		*st.replies = append(*st.replies, b...)
+	}
+}
 
 // print writes one character at the cursor.
 func (st *state) print(r rune) {
