@@ -157,6 +157,8 @@ func (st *state) privateCSI(final byte, ps ansi.Params) {
 			st.autowrap = on
 		case 25:
 			st.hidden = !on
+		case 2004:
+			st.bracketedPaste = on
 		case 47, 1047:
 			if !on && st.alt && ps[i].Param(0) == 1047 {
 				st.altg = newGrid(st.rows)
@@ -427,6 +429,10 @@ func (st *state) esc(cmd ansi.Cmd) {
 		st.setTab(c.x, true)
 	case 'c':
 		st.reset()
+	case '=':
+		st.appKeypad = true
+	case '>':
+		st.appKeypad = false
 	}
 }
 

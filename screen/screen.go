@@ -284,6 +284,24 @@ func (s *Screen) CursorLine() string {
 	return s.parse().cursorLine()
 }
 
+// Modes are the input modes a program set, which decide how keys sent to
+// it are encoded: application cursor keys (DECCKM, "ESC O A" for Up
+// rather than "ESC [ A"), application keypad, bracketed paste.
+type Modes struct {
+	AppCursor, AppKeypad, BracketedPaste bool
+}
+
+// Modes returns the input modes in force.
+func (s *Screen) Modes() Modes {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	if s.st == nil && s.idle() {
+		return Modes{}
+	}
+	st := s.parse()
+	return Modes{AppCursor: st.appCursor, AppKeypad: st.appKeypad, BracketedPaste: st.bracketedPaste}
+}
+
 // AltScreen reports whether the alternate screen is on.
 func (s *Screen) AltScreen() bool {
 	s.pmu.Lock()

@@ -319,3 +319,18 @@ func TestCombiningMarksBounded(t *testing.T) {
 		t.Fatalf("%d combining entries kept for a 10-column row", n)
 	}
 }
+
+func TestModes(t *testing.T) {
+	s := New(Options{})
+	if s.Modes() != (Modes{}) {
+		t.Fatalf("modes of a fresh screen: %+v", s.Modes())
+	}
+	_, _ = s.Write([]byte("\x1b[?1h\x1b=\x1b[?2004h"))
+	if got := s.Modes(); got != (Modes{AppCursor: true, AppKeypad: true, BracketedPaste: true}) {
+		t.Fatalf("modes %+v", got)
+	}
+	_, _ = s.Write([]byte("\x1b[?1l\x1b>\x1b[?2004l"))
+	if got := s.Modes(); got != (Modes{}) {
+		t.Fatalf("modes after reset %+v", got)
+	}
+}

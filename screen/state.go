@@ -31,6 +31,7 @@ type state struct {
 
 	autowrap, insert, hidden, appCursor bool
 	newlineCR                           bool
+	bracketedPaste, appKeypad           bool
 
 	p       *ansi.Parser
 	replies *[]byte
@@ -62,6 +63,7 @@ func (st *state) reset() {
 	st.tabs = nil
 	st.title = ""
 	st.autowrap, st.insert, st.hidden, st.appCursor = true, false, false, false
+	st.bracketedPaste, st.appKeypad = false, false
 }
 
 // resetModes undoes what a program killed mid-run may leave behind that

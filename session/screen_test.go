@@ -67,6 +67,7 @@ func TestScreenOfVi(t *testing.T) {
 	require.NoError(t, err)
 	snap := waitScreen(t, s, "vim with the file", screenHas("second line"))
 	require.True(t, snap.AltScreen, "vim uses the alternate screen")
+	require.True(t, s.Screen().Modes().AppCursor, "vim asks for application cursor keys")
 	require.Equal(t, 24, len(snap.Lines))
 	typeKeys(t, s, "ggOhello from the screen\x1b")
 	snap = waitScreen(t, s, "the typed line", screenHas("hello from the screen"))
@@ -76,6 +77,7 @@ func TestScreenOfVi(t *testing.T) {
 	typeKeys(t, s, ":q!\r")
 	waitJob(t, j)
 	snap = waitScreen(t, s, "the main screen again", func(s screen.Snapshot) bool { return !s.AltScreen })
+	require.False(t, s.Screen().Modes().AppCursor, "vim restored normal cursor keys")
 	require.Equal(t, "before vi", snap.Lines[0])
 }
 
