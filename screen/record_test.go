@@ -83,6 +83,12 @@ func recCases(dir string) []recCase {
 		}},
 		{"progress", []string{"bash", filepath.Join(dir, "progress.sh")}, []step{{wait: 8000 * ms}}},
 		{"wide", []string{"bash", filepath.Join(dir, "wide.sh")}, []step{{wait: 1000 * ms}}},
+		{"resize-text", []string{"bash", filepath.Join(dir, "resize.sh")}, []step{
+			{wait: 1000 * ms}, {resize: [2]int{20, 50}}, {wait: 1500 * ms},
+		}},
+		{"resize-wider", []string{"bash", filepath.Join(dir, "resize.sh")}, []step{
+			{wait: 1000 * ms}, {resize: [2]int{26, 120}}, {wait: 1500 * ms},
+		}},
 		{"resize", []string{"top", "-d", "10"}, []step{
 			{wait: 1500 * ms}, {resize: [2]int{30, 100}}, {wait: 1500 * ms},
 		}},
@@ -221,6 +227,9 @@ func writeCorpus(t *testing.T) {
 		}
 	}
 	for _, c := range recCases(dir) {
+		if *recordOnly != "" && c.name != *recordOnly {
+			continue
+		}
 		data, meta := record(t, c)
 		w := tmuxReplay(t, c.name, data, meta)
 		var js bytes.Buffer

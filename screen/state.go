@@ -396,7 +396,11 @@ func (st *state) resize(rows, cols int) {
 	if rows == st.rows && cols == st.cols {
 		return
 	}
-	st.resizeGrid(&st.main, rows, cols, !st.alt)
+	if cols != st.cols && !st.alt {
+		st.reflow(rows, cols)
+	} else {
+		st.resizeGrid(&st.main, rows, cols, !st.alt)
+	}
 	if st.alt {
 		st.resizeGrid(&st.altg, rows, cols, true)
 	} else {
