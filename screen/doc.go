@@ -13,11 +13,11 @@
 // shows for the same bytes, and each candidate's visible text was compared
 // with tmux's (testdata/screens/compare, a module of its own):
 //
-//	emulator                          cases equal to tmux (of 11)
-//	this package (x/ansi parser)      11
-//	hinshun/vt10x                     7   vim, wide: wide characters; no re-wrap on resize
-//	vito/midterm v0.2.4               6   the same, and top's resize
-//	tonistiigi/vt100                  3   also top, top -b, vim's exit
+//	emulator                          cases equal to tmux (of 12)
+//	this package (x/ansi parser)      12
+//	hinshun/vt10x                     8   vim, wide: wide characters; no re-wrap on resize
+//	vito/midterm v0.2.4               7   the same, and top's resize
+//	tonistiigi/vt100                  4   also top, top -b, vim's exit
 //
 // The libraries place a wide character in one cell and the next character
 // right after it, so CJK and emoji lines are misdrawn and everything after

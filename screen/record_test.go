@@ -89,6 +89,9 @@ func recCases(dir string) []recCase {
 		{"resize-wider", []string{"bash", filepath.Join(dir, "resize.sh")}, []step{
 			{wait: 1000 * ms}, {resize: [2]int{26, 120}}, {wait: 1500 * ms},
 		}},
+		{"resize-clear", []string{"bash", filepath.Join(dir, "resize-clear.sh")}, []step{
+			{wait: 1000 * ms}, {resize: [2]int{24, 60}}, {wait: 1500 * ms},
+		}},
 		{"resize", []string{"top", "-d", "10"}, []step{
 			{wait: 1500 * ms}, {resize: [2]int{30, 100}}, {wait: 1500 * ms},
 		}},

@@ -2,22 +2,18 @@ package screen
 
 // reflow re-wraps the main screen and its scrollback at a new width, as
 // tmux does: rows that autowrap joined are one line again, split at the
-// new width; the screen shows the last rows of the result, ending at the
-// cursor or the last written row, and the rest is scrollback.
-func (st *state) reflow(rows, cols int) {
+// new width, and the screen (still of the old height, blank rows
+// included) shows the last rows of the result; the rest is scrollback.
+// The caller then changes the height.
+func (st *state) reflow(cols int) {
 	g := &st.main
+	rows := st.rows
 	nh := st.hist.len()
-	last := st.cur.y
-	for y := range g.lines {
-		if len(g.lines[y].trimmed()) > 0 {
-			last = max(last, y)
-		}
-	}
-	phys := make([]line, 0, nh+last+1)
+	phys := make([]line, 0, nh+len(g.lines))
 	for i := range nh {
 		phys = append(phys, asCells(st.hist.at(i)))
 	}
-	phys = append(phys, g.lines[:last+1]...)
+	phys = append(phys, g.lines...)
 	curIdx, curX := nh+st.cur.y, st.cur.x
 	if st.cur.pending {
 		curX = st.cols
@@ -70,13 +66,7 @@ func (st *state) reflow(rows, cols int) {
 	if ci < 0 {
 		ci, cx = len(out)-1, 0
 	}
-	end := ci + 1
-	for k := len(out) - 1; k >= end; k-- {
-		if len(out[k].trimmed()) > 0 {
-			end = k + 1
-			break
-		}
-	}
+	end := len(out)
 	top := max(0, end-rows)
 	if ci < top {
 		// The cursor is above rows written later (it was moved up): keep

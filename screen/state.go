@@ -397,10 +397,9 @@ func (st *state) resize(rows, cols int) {
 		return
 	}
 	if cols != st.cols && !st.alt {
-		st.reflow(rows, cols)
-	} else {
-		st.resizeGrid(&st.main, rows, cols, !st.alt)
+		st.reflow(cols)
 	}
+	st.resizeGrid(&st.main, rows, cols, !st.alt)
 	if st.alt {
 		st.resizeGrid(&st.altg, rows, cols, true)
 	} else {
@@ -462,9 +461,6 @@ func (st *state) resizeGrid(g *grid, rows, cols int, active bool) {
 			if l.cells[cols-1].w == 2 {
 				l.cells[cols-1] = cell{bg: l.cells[cols-1].bg}
 			}
-		}
-		if l.wrapped && len(l.cells) < cols {
-			l.wrapped = false
 		}
 	}
 	cy = max(0, min(cy, rows-1))
