@@ -13,9 +13,9 @@
 // shows for the same bytes, and each candidate's visible text was compared
 // with tmux's (testdata/screens/compare, a module of its own):
 //
-//	emulator                          cases equal to tmux (of 12)
-//	this package (x/ansi parser)      12
-//	hinshun/vt10x                     8   vim, wide: wide characters; no re-wrap on resize
+//	emulator                          cases equal to tmux (of 13)
+//	this package (x/ansi parser)      13
+//	hinshun/vt10x                     8   bash, vim, wide: wide characters; no re-wrap on resize
 //	vito/midterm v0.2.4               7   the same, and top's resize
 //	tonistiigi/vt100                  4   also top, top -b, vim's exit
 //
