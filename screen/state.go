@@ -257,11 +257,23 @@ func (st *state) scrollUp(top, bot, n int) {
 			st.hist.push(&g.lines[i])
 		}
 	}
+	// The rows leaving are copied to the scrollback (or dropped): their
+	// arrays are reused for the rows coming in, so scrolling output does
+	// not allocate a row per line.
+	var spare [4][]cell
+	for i := 0; i < min(n, len(spare)); i++ {
+		spare[i] = g.lines[top+i].cells
+	}
 	for i := top; i <= bot-n; i++ {
 		g.lines[i] = g.lines[i+n]
 	}
 	for i := bot - n + 1; i <= bot; i++ {
 		g.lines[i] = line{}
+		if k := i - (bot - n + 1); k < len(spare) && cap(spare[k]) > 0 {
+			c := spare[k][:cap(spare[k])]
+			clear(c)
+			g.lines[i].cells = c[:0]
+		}
 		g.lines[i].clear(0, st.cols, st.cur.pen)
 	}
 }
