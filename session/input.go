@@ -49,7 +49,8 @@ func (s *Session) InputWait() (termwait.Status, error) {
 // erase and end-of-file characters (from its modes) and whether the
 // program asked for application cursor keys and bracketed paste.
 func (s *Session) InputModes() (appCursor, bracketedPaste bool, erase, eof byte) {
-	appCursor, bracketedPaste = s.scr.InputModes()
+	m := s.scr.Modes()
+	appCursor, bracketedPaste = m.AppCursor, m.BracketedPaste
 	erase, eof = 0x7f, 0x04
 	s.twOnce.Do(func() {
 		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
