@@ -58,7 +58,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return err
 	}
 	toClose = append(toClose, pts)
-	if err := configureTerminal(pts, s.cfg.Rows, s.cfg.Cols); err != nil {
+	if s.modes, err = configureTerminal(pts, s.cfg.Rows, s.cfg.Cols); err != nil {
 		ptm.Close()
 		return err
 	}
@@ -188,38 +188,6 @@ func openPTY() (ptm, pts *os.File, err error) {
 		return nil, nil, fmt.Errorf("open pty: %w", dupErr)
 	}
 	return os.NewFile(uintptr(dup), "/dev/ptmx"), pts, nil
-}
-
-// configureTerminal turns off echo (nothing is typed into this terminal;
-// commands arrive on a pipe) and ONLCR (so "\n" stays "\n"), and sets the
-// window size.
-func configureTerminal(pts *os.File, rows, cols int) error {
-	rc, err := pts.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ioErr error
-	err = rc.Control(func(fd uintptr) {
-		t, e := unix.IoctlGetTermios(int(fd), unix.TCGETS)
-		if e != nil {
-			ioErr = e
-			return
-		}
-		t.Lflag &^= unix.ECHO | unix.ECHOE | unix.ECHOK | unix.ECHONL | unix.ECHOCTL
-		t.Oflag &^= unix.ONLCR
-		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, t); e != nil {
-			ioErr = e
-			return
-		}
-		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(rows), Col: uint16(cols)})
-	})
-	if err == nil {
-		err = ioErr
-	}
-	if err != nil {
-		return fmt.Errorf("configure pty: %w", err)
-	}
-	return nil
 }
 
 // shellEnv is base, then the defaults SPEC §4 names unless the caller set

@@ -41,7 +41,8 @@ type Session struct {
 	errW   *os.File // its write end, kept so the shell can reopen it (see settle)
 	ptmRaw syscall.RawConn
 	errRaw syscall.RawConn
-	tmpDir string // private directory for stdin files
+	tmpDir string    // private directory for stdin files
+	modes  termModes // the terminal's launch settings (see terminal.go)
 	cg     *cgroup
 	tree   tree
 	// status delivers the shell's wait status when the process-wide
@@ -157,6 +158,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	s.commands++
 	s.lastUsed = time.Now().UTC()
 	line := s.dialect.commandLine(s.nonce, j.seq, c, s.cmdFile(), j.stdin)
+	s.restoreTerminal()
 	s.mu.Unlock()
 
 	s.log.Trace().Bytes("line", line).Msg("send")

@@ -1,0 +1,89 @@
+package session
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Terminal hygiene (SPEC §9): the modes and window size trl gives the
+// terminal at launch are trl's, not the commands'. A command may change
+// them (`stty onlcr`, `stty olcuc`, `reset`, `stty cols 20`, a `less`
+// killed by a timeout), and every later command's output would be
+// changed with them; so before each command line the launch settings are
+// put back. Whatever configureTerminal sets is captured after it has set
+// it, so the restore follows any change to the launch settings (echo on or
+// off alike).
+
+// termModes is what restoreTerminal puts back.
+type termModes struct {
+	termios unix.Termios
+	rows    uint16
+	cols    uint16
+}
+
+// configureTerminal turns off echo (nothing is typed into this terminal;
+// commands arrive on a pipe) and ONLCR (so "\n" stays "\n"), sets the
+// window size, and returns the settings as the kernel now holds them.
+func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
+	rc, err := pts.SyscallConn()
+	if err != nil {
+		return termModes{}, err
+	}
+	var m termModes
+	var ioErr error
+	err = rc.Control(func(fd uintptr) {
+		t, e := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		if e != nil {
+			ioErr = e
+			return
+		}
+		t.Lflag &^= unix.ECHO | unix.ECHOE | unix.ECHOK | unix.ECHONL | unix.ECHOCTL
+		t.Oflag &^= unix.ONLCR
+		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, t); e != nil {
+			ioErr = e
+			return
+		}
+		if e := unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(rows), Col: uint16(cols)}); e != nil {
+			ioErr = e
+			return
+		}
+		// Read back: the kernel may adjust what it was given.
+		if t, e = unix.IoctlGetTermios(int(fd), unix.TCGETS); e != nil {
+			ioErr = e
+			return
+		}
+		m.termios = *t
+		m.rows, m.cols = uint16(rows), uint16(cols)
+	})
+	if err == nil {
+		err = ioErr
+	}
+	if err != nil {
+		return termModes{}, fmt.Errorf("configure pty: %w", err)
+	}
+	return m, nil
+}
+
+// restoreTerminal puts the launch modes and window size back, through the
+// master (a mode ioctl on a PTY master acts on its slave). Setting the
+// size it already has is a no-op in the kernel, so no SIGWINCH is sent
+// unless a command changed it. Called with mu held, between commands.
+func (s *Session) restoreTerminal() {
+	m := &s.modes
+	var ioErr error
+	err := s.ptmRaw.Control(func(fd uintptr) {
+		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, &m.termios); e != nil {
+			ioErr = e
+			return
+		}
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: m.rows, Col: m.cols})
+	})
+	if err == nil {
+		err = ioErr
+	}
+	if err != nil {
+		s.log.Debug().Err(err).Msg("restore the terminal's modes")
+	}
+}
