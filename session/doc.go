@@ -15,9 +15,11 @@
 //	3  PTY slave      stdin of commands (fd 0 is re-pointed here)
 //	4  stderr pipe    stderr of every command, kept apart from stdout
 //
-// A command is sent as `__trl_c='<text>'; __trl_run <&3 2>&4 3<&- 4>&-`:
+// A command is sent as `__trl_c='<text>'; __trl_run <&3 >&3 2>&4 3<&- 4>&-`:
 // the text runs through eval inside a function whose fds are the terminal
 // and the stderr pipe, with the command and control pipes out of reach.
+// All three standard fds are re-pointed for each command line, so a
+// command's `exec >/dev/null` or `exec 2>&-` ends with it.
 // Because the shell prints its prompt after every command line, including
 // one aborted by SIGINT or a syntax error, the next record on the control
 // pipe is the completion signal, carrying the exit status and the working

@@ -98,3 +98,35 @@ func TestTerminalModesRestored(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioRepointedPerCommand: a command that re-points or closes its
+// stdout, stderr or stdin with exec does so for itself only (issue 10
+// item 2).
+func TestStdioRepointedPerCommand(t *testing.T) {
+	damage := []string{
+		"exec >/dev/null",
+		"exec 1>&2",
+		"exec 1>&-",
+		"exec 2>/dev/null",
+		"exec 2>&1",
+		"exec 2>&-",
+		"exec </dev/null",
+		"exec 0<&-",
+		"exec >/dev/null 2>&1",
+	}
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			for _, d := range damage {
+				run2(t, s, d)
+				out, errOut, st := run2(t, s, "echo out; echo err >&2; test -t 0 && echo tty")
+				assert.Equal(t, "out\ntty\n", out, "stdout after %q", d)
+				assert.Equal(t, "err\n", errOut, "stderr after %q", d)
+				assert.Equal(t, 0, st.ExitCode, "after %q", d)
+			}
+		})
+	}
+}

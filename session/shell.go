@@ -149,7 +149,9 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	} else {
 		b.WriteString("<&3")
 	}
-	b.WriteString(" 2>&4 3<&- 4>&-\n")
+	// stdout is re-pointed at the terminal (fd 3) like stdin and
+	// stderr, so an `exec >/dev/null` in one command ends with it.
+	b.WriteString(" >&3 2>&4 3<&- 4>&-\n")
 	return b.Bytes()
 }
 
