@@ -70,6 +70,7 @@ func info(s *session.Session) protocol.SessionInfo {
 		Rows:        in.Rows,
 		Cols:        in.Cols,
 		ExitCode:    in.ExitCode,
+		EndCause:    in.EndCause,
 	}
 }
 

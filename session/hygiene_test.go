@@ -130,3 +130,125 @@ func TestStdioRepointedPerCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestLineEditingStaysOff: `set -o vi` / `set -o emacs` (a common .bashrc
+// line) cannot turn line editing on and hang the session (issue 10 item 3).
+func TestLineEditingStaysOff(t *testing.T) {
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			for _, c := range []string{"set -o vi", "set -o emacs", "set -o vi; set -o emacs"} {
+				k := &splitSink{}
+				j, err := s.Start(Command{Text: c}, k)
+				require.NoError(t, err)
+				select {
+				case <-j.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%q hung the session", c)
+				}
+				out, _, st := run2(t, s, "echo after")
+				assert.Equal(t, "after\n", out, "after %q", c)
+				assert.Equal(t, 0, st.ExitCode)
+			}
+		})
+	}
+}
+
+// TestUnresponsiveShellRecoverableByCancel: a shell that ignores the
+// interrupts a cancel sends is ended after cancelGrace, with a cause,
+// rather than staying busy for ever (issue 10 item 3).
+func TestUnresponsiveShellRecoverableByCancel(t *testing.T) {
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			j, err := s.Start(Command{Text: "trap '' INT; while :; do :; done"}, &splitSink{})
+			require.NoError(t, err)
+			time.Sleep(200 * time.Millisecond)
+			_, err = s.Signal(j, unix.SIGINT)
+			require.NoError(t, err)
+			select {
+			case <-j.Done():
+			case <-time.After(cancelGrace + 10*time.Second):
+				t.Fatal("the session still hangs after a cancel")
+			}
+			assert.True(t, j.Status().Exited)
+			require.Error(t, s.EndCause())
+			assert.ErrorIs(t, s.EndCause(), ErrUnresponsive)
+			assert.Contains(t, s.Info().EndCause, "did not answer an interrupt")
+			_, err = s.Start(Command{Text: "true"}, &splitSink{})
+			assert.ErrorIs(t, err, ErrExited)
+			assert.Contains(t, err.Error(), "did not answer an interrupt")
+		})
+	}
+}
+
+// TestHostileShellState: commands that damage the shell's own state
+// either leave later commands working or end the session with a cause
+// that says what happened; none hangs or answers an empty success (issue
+// 10 item 8).
+func TestHostileShellState(t *testing.T) {
+	cases := []struct {
+		cmd string
+		// cause, when set, is what the end cause must mention if the
+		// session does not survive.
+		cause string
+	}{
+		{"readonly __trl_n __trl_c", ""},
+		{"alias .=false; alias eval=false", ""},
+		{"unset -f __trl_run 2>/dev/null; __trl_run() { :; }", ""},
+		{"trap 'echo DEBUGTRAP' DEBUG 2>/dev/null", ""},
+		{"BASH_XTRACEFD=1; set -x", ""},
+		{"set -o vi", ""},
+		{"set -n", "set -n"},
+		{"ulimit -n 5", "ulimit -n"},
+		{"kill -STOP $$", "stopped"},
+		{"suspend -f 2>/dev/null", "stopped"},
+	}
+	for _, shell := range lookShells(t) {
+		for _, c := range cases {
+			t.Run(shell+"/"+c.cmd, func(t *testing.T) {
+				m := newManager(t)
+				s, err := m.Create(Config{Shell: shell})
+				require.NoError(t, err)
+				j, err := s.Start(Command{Text: c.cmd}, &splitSink{})
+				require.NoError(t, err)
+				select {
+				case <-j.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%q hung the session", c.cmd)
+				}
+				k := &splitSink{}
+				j, err = s.Start(Command{Text: "echo after"}, k)
+				if err == nil {
+					select {
+					case <-j.Done():
+					case <-time.After(10 * time.Second):
+						t.Fatalf("the command after %q hung", c.cmd)
+					}
+					if !j.Status().Exited {
+						out, _ := k.get()
+						// zsh's DEBUG trap also fires inside trl's
+						// runner for the user's own command; xtrace
+						// to fd 1 traces the user's command there.
+						assert.Contains(t, out, "after\n")
+						assert.NotContains(t, out, "_trl", "trl's own lines leaked")
+						assert.NotContains(t, out, "TRL:", "trl's own lines leaked")
+						if shell != "/usr/bin/zsh" && c.cmd != "BASH_XTRACEFD=1; set -x" {
+							assert.Equal(t, "after\n", out)
+						}
+						return
+					}
+				}
+				require.NotEmpty(t, c.cause, "%q ended the session: %v", c.cmd, s.EndCause())
+				require.Eventually(t, func() bool { return s.EndCause() != nil }, 10*time.Second, 10*time.Millisecond)
+				assert.Contains(t, s.Info().EndCause, c.cause)
+			})
+		}
+	}
+}

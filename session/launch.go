@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"syscall"
@@ -25,7 +26,10 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger) (*Session, e
 		ready:   make(chan struct{}),
 		exited:  make(chan struct{}),
 		closed:  make(chan struct{}),
+
+		launched: make(chan struct{}),
 	}
+	s.ended, s.endSession = context.WithCancelCause(context.Background())
 	s.lastUsed = s.created
 	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
 		return nil, err
@@ -82,8 +86,18 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		ctlR.Close()
 		return err
 	}
+	toClose = append(toClose, errW)
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		ptm.Close()
+		cmdW.Close()
+		ctlR.Close()
+		errR.Close()
+		return err
+	}
+	toClose = append(toClose, devNull)
 	// From here on, Close releases what we hold.
-	s.ptm, s.cmdW, s.ctlR, s.errR, s.errW = ptm, cmdW, ctlR, errR, errW
+	s.ptm, s.cmdW, s.ctlR, s.errR = ptm, cmdW, ctlR, errR
 	fail := func(e error) error {
 		s.closeFiles()
 		return e
@@ -100,12 +114,17 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 
 	argv := append([]string{s.cfg.Shell}, s.dialect.args...)
 	attr := &os.ProcAttr{
-		Dir:   s.cfg.WorkingDir,
-		Env:   shellEnv(baseEnv, s.cfg.Env, s.id),
-		Files: []*os.File{cmdR, pts, ctlW, pts, errW},
+		Dir: s.cfg.WorkingDir,
+		Env: shellEnv(baseEnv, s.cfg.Env, s.id),
+		// The shell's own stdout is /dev/null: every command line
+		// re-points stdout at the terminal (fd 3), so what the shell
+		// itself prints between commands — a DEBUG trap firing for trl's
+		// own commands, xtrace sent to fd 1 — reaches no command's output.
+		// fd 5 is a spare copy of the stderr pipe (see settle).
+		Files: []*os.File{cmdR, devNull, ctlW, pts, errW, errW},
 		// Pdeathsig: if the daemon dies, so does the shell (its jobs
 		// then get the terminal's hang-up).
-		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1, Pdeathsig: syscall.SIGKILL},
+		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3, Pdeathsig: syscall.SIGKILL},
 	}
 	s.cg = newCgroup(s.id)
 	if s.cg != nil {
@@ -126,7 +145,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	}
 	var proc *os.Process
 	if subreaper {
-		s.status, err = theReaper.spawn(func() (int, error) {
+		s.status, err = theReaper.spawn(s.stopped, func() (int, error) {
 			p, err := startShell()
 			if err != nil {
 				return 0, err
@@ -142,8 +161,10 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return fail(fmt.Errorf("%w: start %s: %v", ErrStart, s.cfg.Shell, err))
 	}
 	s.proc, s.pid = proc, proc.Pid
+	unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &s.noFile)
 	s.tree = newTree(proc.Pid, s.id, s.cg)
 	s.log = s.log.With().Int("pid", proc.Pid).Logger()
+	close(s.launched)
 
 	s.readers.Add(3)
 	go s.reap()
@@ -249,7 +270,8 @@ func (s *Session) reap() {
 	s.exitCode = &code
 	s.state = StateExited
 	s.mu.Unlock()
-	s.log.Debug().Int("exit_code", code).Msg("shell exited")
+	s.setCause(ExitedError{Status: code})
+	s.logEnd()
 	s.complete(-1, Status{ExitCode: code, Exited: true})
 	close(s.exited)
 }

@@ -256,7 +256,7 @@ func (m *Manager) Destroy(ref string, force bool) (*Session, error) {
 	}
 	m.remove(s)
 	m.mu.Unlock()
-	s.Close()
+	s.CloseWith(fmt.Errorf("%w by session.destroy", ErrDestroyed))
 	s.log.Info().Msg("session destroyed")
 	return s, nil
 }
@@ -285,7 +285,7 @@ func (m *Manager) CloseAll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.Close()
+			s.CloseWith(ErrShutdown)
 		}()
 	}
 	wg.Wait()

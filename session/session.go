@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -38,7 +39,6 @@ type Session struct {
 	cmdW   *os.File // write end of the command pipe (shell's fd 0)
 	ctlR   *os.File // read end of the control pipe (shell's fd 2)
 	errR   *os.File // read end of the stderr pipe (commands' fd 2)
-	errW   *os.File // its write end, kept so the shell can reopen it (see settle)
 	ptmRaw syscall.RawConn
 	errRaw syscall.RawConn
 	tmpDir string    // private directory for stdin files
@@ -76,6 +76,14 @@ type Session struct {
 	exited  chan struct{} // closed when the shell has been reaped
 	closed  chan struct{} // closed when Close has released everything
 	readers sync.WaitGroup
+
+	// ended is cancelled, with the cause, when the session is over (see
+	// end.go).
+	ended      context.Context
+	endSession context.CancelCauseFunc
+	logEndOnce sync.Once
+	noFile     unix.Rlimit   // the shell's open-file limit at launch
+	launched   chan struct{} // closed once launch has set pid, tree and log
 }
 
 // Job is one command running in a session.
@@ -93,6 +101,8 @@ type Job struct {
 	pendingINT bool
 	done       chan struct{}
 	status     Status
+	// Timers owned by the job, stopped when it completes (see end.go).
+	watchdog, dropCheck *time.Timer
 }
 
 // Done is closed when the command has ended and all its output has been
@@ -117,7 +127,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	switch {
 	case s.state == StateExited || s.closing:
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: session %s's shell has exited; create a new session", ErrExited, s.id)
+		return nil, s.exitedErr()
 	case s.job != nil:
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", ErrBusy, s.id)
@@ -196,7 +206,17 @@ func (s *Session) Kill(job *Job) {
 	if job != nil && s.job != job {
 		return
 	}
+	s.setCause(fmt.Errorf("%w: a command did not end after its timeout's SIGINT and SIGKILL, so the session was ended", ErrEscalation))
 	s.killTree()
+}
+
+// exitedErr is the error for a command asked of an ended session.
+func (s *Session) exitedErr() error {
+	why := "its shell has exited"
+	if c := s.EndCause(); c != nil {
+		why = "it ended: " + c.Error()
+	}
+	return fmt.Errorf("%w: session %s cannot run commands, %s; create a new session", ErrExited, s.id, why)
 }
 
 func (s *Session) killTree() {
@@ -207,8 +227,13 @@ func (s *Session) killTree() {
 
 // Close ends the session: every process it started, the PTY and the pipes.
 // It returns when all of them are released; calling it again waits for the
-// first call.
-func (s *Session) Close() {
+// first call. The end cause, unless one is recorded already, is
+// ErrDestroyed.
+func (s *Session) Close() { s.CloseWith(ErrDestroyed) }
+
+// CloseWith is Close with the cause to record if none is yet.
+func (s *Session) CloseWith(cause error) {
+	s.setCause(cause)
 	s.mu.Lock()
 	if s.closeBegun {
 		s.mu.Unlock()
@@ -240,11 +265,12 @@ func (s *Session) Close() {
 		}
 	}
 	close(s.closed)
+	s.logEnd()
 	s.log.Debug().Msg("session closed")
 }
 
 func (s *Session) closeFiles() {
-	for _, f := range []*os.File{s.cmdW, s.ptm, s.ctlR, s.errR, s.errW} {
+	for _, f := range []*os.File{s.cmdW, s.ptm, s.ctlR, s.errR} {
 		if f != nil {
 			f.Close()
 		}
@@ -280,14 +306,21 @@ type Info struct {
 	Timeout                     time.Duration
 	Rows, Cols                  int
 	ExitCode                    *int
+	// EndCause says why the session ended ("" while it lives).
+	EndCause string
 }
 
 // Info returns a snapshot of the session.
 func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var cause string
+	if c := s.EndCause(); c != nil {
+		cause = c.Error()
+	}
 	return Info{
-		ID: s.id, Name: s.cfg.Name, Shell: s.cfg.Shell, WorkingDir: s.cwd,
+		EndCause: cause,
+		ID:       s.id, Name: s.cfg.Name, Shell: s.cfg.Shell, WorkingDir: s.cwd,
 		State: s.state, Created: s.created, LastUsed: s.lastUsed,
 		CommandsRun: s.commands, PID: s.pid, Timeout: s.cfg.Timeout,
 		Rows: s.cfg.Rows, Cols: s.cfg.Cols, ExitCode: s.exitCode,
