@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,7 +45,7 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger) (*Session, e
 		return nil, fmt.Errorf("%w: %s exited during start-up with status %d; is it a POSIX shell (sh, dash, bash, zsh)?", ErrStart, cfg.Shell, code)
 	case <-time.After(startTimeout):
 		s.Close()
-		return nil, fmt.Errorf("%w: %s printed no prompt within %s; is it a POSIX shell (sh, dash, bash, zsh)?", ErrStart, cfg.Shell, startTimeout)
+		return nil, fmt.Errorf("%w: %s printed no prompt record within %s: it does not behave as an interactive POSIX shell (sh, dash, bash, zsh) started with no rc files; non-shells such as python3 are refused", ErrStart, cfg.Shell, startTimeout)
 	}
 }
 
@@ -172,7 +173,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	go s.pump(s.ptmRaw, Stdout)
 	go s.pump(s.errRaw, Stderr)
 
-	if _, err := cmdW.Write([]byte(s.dialect.init(s.nonce) + "\n")); err != nil {
+	if _, err := cmdW.Write([]byte(exportLater(s.cfg.Env) + s.dialect.init(s.nonce) + "\n")); err != nil {
 		s.log.Debug().Err(err).Msg("write init line")
 	}
 	return nil
@@ -211,8 +212,47 @@ func openPTY() (ptm, pts *os.File, err error) {
 	return os.NewFile(uintptr(dup), "/dev/ptmx"), pts, nil
 }
 
+// Variables that change how the shell itself starts or runs are kept out
+// of its start-up environment, whether the daemon's environment or
+// session.create's env holds them (see README, Hardening):
+//
+//   - shellState would change the shell under trl's protocol: TMOUT logs
+//     an idle bash out (a hardened host's TMOUT would end every gateway
+//     session), SHELLOPTS/BASHOPTS switch on xtrace, vi mode or posix
+//     mode, the prompt variables are trl's. From the daemon they are
+//     dropped; in session.create's env they are refused. A command may
+//     still set them for itself (`export TMOUT=60` in a command, or
+//     per-call env), at its own risk.
+//   - startupOnly name files a shell reads at start-up (ENV makes dash
+//     read an rc file whose aliases could hijack `ls`). From the daemon
+//     they are dropped; from session.create's env they are exported only
+//     once the shell has started, so commands and their child shells see
+//     them but trl's shell does not read them.
+var (
+	shellState = map[string]bool{
+		"TMOUT": true, "SHELLOPTS": true, "BASHOPTS": true, "PROMPT_COMMAND": true,
+		"PS0": true, "PS1": true, "PS2": true, "PS4": true, "PROMPT": true, "PROMPT2": true,
+		"PROMPT4": true, "RPROMPT": true, "RPROMPT2": true, "RPS1": true, "RPS2": true,
+		"POSIXLY_CORRECT": true, "BASH_XTRACEFD": true, "HISTFILE": true, "IGNOREEOF": true,
+	}
+	startupOnly = map[string]bool{"ENV": true, "BASH_ENV": true, "ZDOTDIR": true}
+)
+
+// exportLater is the part of the init line that exports the caller's
+// start-up-only variables once the shell runs.
+func exportLater(extra map[string]string) string {
+	var b strings.Builder
+	for _, kv := range sortedEnv(extra) {
+		if startupOnly[kv[0]] {
+			b.WriteString("export " + kv[0] + "=" + quote(kv[1]) + "; ")
+		}
+	}
+	return b.String()
+}
+
 // shellEnv is base, then the defaults SPEC §4 names unless the caller set
-// them, then the caller's variables, then trl's own marker.
+// them, then the caller's variables, then trl's own marker; without the
+// variables named above.
 func shellEnv(base []string, extra map[string]string, id string) []string {
 	env := make([]string, 0, len(base)+len(extra)+5)
 	set := map[string]bool{}
@@ -221,7 +261,7 @@ func shellEnv(base []string, extra map[string]string, id string) []string {
 	}
 	for _, kv := range base {
 		k, _, _ := cutEnv(kv)
-		if set[k] {
+		if set[k] || shellState[k] || startupOnly[k] {
 			continue
 		}
 		switch k {
@@ -236,7 +276,9 @@ func shellEnv(base []string, extra map[string]string, id string) []string {
 		}
 	}
 	for _, kv := range sortedEnv(extra) {
-		env = append(env, kv[0]+"="+kv[1])
+		if !startupOnly[kv[0]] && !shellState[kv[0]] {
+			env = append(env, kv[0]+"="+kv[1])
+		}
 	}
 	return append(env, "TRL_SESSION_ID="+id)
 }

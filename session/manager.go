@@ -65,11 +65,29 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	}
 	// A name held by a session whose shell has exited is free again: the
 	// old session is closed and forgotten.
-	if old, ok := m.byName[cfg.Name]; ok && cfg.Name != "" && old.Info().State == StateExited {
+	if old, ok := m.byName[cfg.Name]; ok && cfg.Name != "" && old.hasExited() {
 		m.remove(old)
 		m.mu.Unlock()
 		old.Close()
 		m.mu.Lock()
+	}
+	if len(m.byID)+m.pending >= m.opts.maxSessions() {
+		// Sessions whose shell has exited do not count: they are reaped
+		// (closed and forgotten) to make room.
+		var reaped []*Session
+		for _, s := range m.byID {
+			if s.hasExited() {
+				m.remove(s)
+				reaped = append(reaped, s)
+			}
+		}
+		if len(reaped) > 0 {
+			m.mu.Unlock()
+			for _, s := range reaped {
+				s.Close()
+			}
+			m.mu.Lock()
+		}
 	}
 	if len(m.byID)+m.pending >= m.opts.maxSessions() {
 		m.mu.Unlock()
@@ -143,6 +161,11 @@ func normalize(cfg *Config) error {
 	cfg.WorkingDir = filepath.Clean(cfg.WorkingDir)
 	if err := CheckEnv(cfg.Env); err != nil {
 		return err
+	}
+	for k := range cfg.Env {
+		if shellState[k] {
+			return fmt.Errorf("%w: env %s would change how trl's shell itself runs and is not accepted at session.create; set it inside a command (export %s=...) if a command needs it", ErrInvalid, k, k)
+		}
 	}
 	if len(cfg.Name) > 128 || !utf8.ValidString(cfg.Name) || strings.ContainsFunc(cfg.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return fmt.Errorf("%w: name must be at most 128 bytes of printable UTF-8", ErrInvalid)

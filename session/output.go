@@ -39,6 +39,8 @@ func (s *Session) readControl() {
 				switch {
 				case r.start:
 					s.started(r.seq)
+				case first && (!r.valid || r.seq != 0):
+					s.log.Debug().Int64("seq", r.seq).Msg("a malformed first record ignored: not the shell's prompt")
 				case first:
 					first = false
 					close(s.ready)

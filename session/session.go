@@ -277,6 +277,16 @@ func (s *Session) closeFiles() {
 	}
 }
 
+// hasExited reports, without a lock, whether the shell has been reaped.
+func (s *Session) hasExited() bool {
+	select {
+	case <-s.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // exitStatus returns the shell's exit code once reaped (-1 before).
 func (s *Session) exitStatus() int {
 	s.mu.Lock()

@@ -193,8 +193,12 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 
 // record is one parsed prompt record.
 type record struct {
-	seq    int64
-	start  bool // a start record: the shell began executing line seq
+	seq   int64
+	start bool // a start record: the shell began executing line seq
+	// valid is set when the sequence number and status are numbers: an
+	// echo of the setup line (a program that is not a shell, or a shell
+	// tracing its input) shows the unexpanded "$_trl…n:$?" instead.
+	valid  bool
 	status int
 	cwd    string
 }
@@ -238,13 +242,15 @@ func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
 		}
 		seq, rest2, _ := strings.Cut(body, ":")
 		status, cwd, _ := strings.Cut(rest2, ":")
-		r := record{cwd: cwd}
+		r := record{cwd: cwd, valid: true}
 		var err error
 		if r.seq, err = strconv.ParseInt(seq, 10, 64); err != nil {
 			r.seq = -2 // matches no command
+			r.valid = false
 		}
 		if r.status, err = strconv.Atoi(status); err != nil {
 			r.status = -1
+			r.valid = false
 		}
 		recs = append(recs, r)
 	}
