@@ -14,7 +14,7 @@ import (
 )
 
 // start launches the shell and waits for its first prompt record.
-func start(id string, cfg Config, opts Options, log zerolog.Logger) (*Session, error) {
+func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*Session, error) {
 	s := &Session{
 		id:      id,
 		cfg:     cfg,
@@ -29,10 +29,12 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger) (*Session, e
 		closed:  make(chan struct{}),
 
 		launched: make(chan struct{}),
+		lease:    l,
 	}
 	s.ended, s.endSession = context.WithCancelCause(context.Background())
 	s.lastUsed = s.created
 	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
+		s.releaseLease()
 		return nil, err
 	}
 	startTimeout := opts.startTimeout()
@@ -112,11 +114,25 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	if s.tmpDir, err = os.MkdirTemp("", "trl-"+s.id+"-"); err != nil {
 		return fail(fmt.Errorf("make session temp dir: %w", err))
 	}
+	env := s.cfg.Env
+	if l := s.lease; l != nil {
+		if err := s.isolateFiles(pts); err != nil {
+			os.RemoveAll(s.tmpDir)
+			return fail(fmt.Errorf("%w: prepare the isolated session: %v", ErrStart, err))
+		}
+		if _, ok := env["HOME"]; !ok {
+			env = make(map[string]string, len(s.cfg.Env)+1)
+			for k, v := range s.cfg.Env {
+				env[k] = v
+			}
+			env["HOME"] = l.home
+		}
+	}
 
 	argv := append([]string{s.cfg.Shell}, s.dialect.args...)
 	attr := &os.ProcAttr{
 		Dir: s.cfg.WorkingDir,
-		Env: shellEnv(baseEnv, s.cfg.Env, s.id),
+		Env: shellEnv(baseEnv, env, s.id),
 		// The shell's own stdout is /dev/null: every command line
 		// re-points stdout at the terminal (fd 3), so what the shell
 		// itself prints between commands — a DEBUG trap firing for trl's
@@ -126,6 +142,9 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		// Pdeathsig: if the daemon dies, so does the shell (its jobs
 		// then get the terminal's hang-up).
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3, Pdeathsig: syscall.SIGKILL},
+	}
+	if s.lease != nil {
+		attr.Sys.Credential = s.lease.credential()
 	}
 	s.cg = newCgroup(s.id)
 	if s.cg != nil {
@@ -163,6 +182,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	}
 	s.proc, s.pid = proc, proc.Pid
 	unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &s.noFile)
+
 	s.tree = newTree(proc.Pid, s.id, s.cg)
 	s.log = s.log.With().Int("pid", proc.Pid).Logger()
 	close(s.launched)

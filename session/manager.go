@@ -29,6 +29,9 @@ type Manager struct {
 	names    map[string]bool
 	closed   bool
 	creating sync.Mutex // serialises creation of the default session
+
+	pool    *uidPool // set when isolating
+	poolErr error    // why isolation is unavailable: every Create fails
 }
 
 // NewManager returns an empty Manager.
@@ -44,19 +47,34 @@ func NewManager(opts Options) *Manager {
 			opts.Logger.Warn().Int("groups", n).Msg("ended processes left by a daemon that died without cleaning up")
 		}
 	}
-	return &Manager{
+	m := &Manager{
 		opts:   opts,
 		log:    opts.Logger,
 		byID:   map[string]*Session{},
 		byName: map[string]*Session{},
 		names:  map[string]bool{},
 	}
+	if opts.Isolation != nil {
+		// Fail closed: without a pool no session starts, rather than one
+		// starting unisolated.
+		if m.poolErr = CheckIsolationPrivilege(); m.poolErr == nil {
+			m.pool, m.poolErr = newUIDPool(*opts.Isolation)
+		}
+		if m.poolErr != nil {
+			opts.Logger.Error().Err(m.poolErr).Msg("isolation unavailable: no session can be created")
+		}
+	}
+	return m
 }
 
 // Create validates cfg, starts a shell and registers the session.
 func (m *Manager) Create(cfg Config) (*Session, error) {
+	defaultDir := cfg.WorkingDir == ""
 	if err := normalize(&cfg); err != nil {
 		return nil, err
+	}
+	if m.opts.Isolation != nil && m.poolErr != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStart, m.poolErr)
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -103,7 +121,18 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	m.pending++
 	m.mu.Unlock()
 
-	s, err := start(NewID("s-", 6), cfg, m.opts, m.log)
+	var l *lease
+	var err error
+	if m.pool != nil {
+		if l, err = m.pool.acquire(cfg.IsolationKey); err == nil && defaultDir {
+			cfg.WorkingDir = l.home
+		}
+	}
+	var s *Session
+	if err == nil {
+		// start owns the lease from here, on every path.
+		s, err = start(NewID("s-", 6), cfg, m.opts, m.log, l)
+	}
 
 	m.mu.Lock()
 	m.pending--

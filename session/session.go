@@ -84,6 +84,9 @@ type Session struct {
 	logEndOnce sync.Once
 	noFile     unix.Rlimit   // the shell's open-file limit at launch
 	launched   chan struct{} // closed once launch has set pid, tree and log
+
+	lease     *lease // the uid the session runs under, when isolated
+	leaseOnce sync.Once
 }
 
 // Job is one command running in a session.
@@ -160,6 +163,13 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 			return nil, fmt.Errorf("write stdin for the command: %w", err)
 		}
 		j.stdin = f.Name()
+		if s.lease != nil {
+			if err := s.lease.share(j.stdin, 0o640); err != nil {
+				os.Remove(j.stdin)
+				s.mu.Unlock()
+				return nil, fmt.Errorf("write stdin for the command: %w", err)
+			}
+		}
 	}
 	s.ioMu.Lock()
 	s.job = j
@@ -264,6 +274,7 @@ func (s *Session) CloseWith(cause error) {
 			s.log.Warn().Err(err).Msg("remove the session's cgroup")
 		}
 	}
+	s.releaseLease()
 	close(s.closed)
 	s.logEnd()
 	s.log.Debug().Msg("session closed")
