@@ -331,6 +331,7 @@ func (s *Session) reap() {
 	s.mu.Lock()
 	s.exitCode = &code
 	s.state = StateExited
+	s.reaped.Store(true)
 	s.mu.Unlock()
 	s.setCause(ExitedError{Status: code})
 	s.logEnd()

@@ -84,6 +84,7 @@ type Session struct {
 	logEndOnce sync.Once
 	noFile     unix.Rlimit   // the shell's open-file limit at launch
 	launched   chan struct{} // closed once launch has set pid, tree and log
+	reaped     atomic.Bool   // set with state exited, read without mu
 
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
@@ -288,15 +289,9 @@ func (s *Session) closeFiles() {
 	}
 }
 
-// hasExited reports, without a lock, whether the shell has been reaped.
-func (s *Session) hasExited() bool {
-	select {
-	case <-s.exited:
-		return true
-	default:
-		return false
-	}
-}
+// hasExited reports, without a lock, whether the shell has been reaped
+// (state exited).
+func (s *Session) hasExited() bool { return s.reaped.Load() }
 
 // exitStatus returns the shell's exit code once reaped (-1 before).
 func (s *Session) exitStatus() int {
