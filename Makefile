@@ -6,7 +6,7 @@ BIN     ?= bin/trl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/trl-project/trl/runtime.Version=$(VERSION)
 
-.PHONY: all build run test test-short vet fmt fuzz bench clean
+.PHONY: all build run test test-short vet fmt fuzz bench clean lint-deploy deploy-manifests
 
 all: vet test
 
@@ -40,6 +40,36 @@ fuzz:
 
 bench: build
 	./$(BIN) bench
+
+# Deployment checks: helm (pinned, built through the Go module proxy into
+# bin/tools) lints the chart and renders it; the rendered manifests in
+# deploy/kubernetes must match; the image is built where a Docker engine runs.
+HELM_VERSION ?= v3.19.0
+TOOLS        := $(CURDIR)/bin/tools
+HELM         := $(TOOLS)/helm-$(HELM_VERSION)
+CHART        := deploy/helm/trl
+
+$(HELM):
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(TOOLS)/helm $(HELM)
+
+lint-deploy: $(HELM)
+	$(HELM) lint --strict $(CHART) --set auth.token=lint
+	$(HELM) template trl $(CHART) --set auth.token=lint >/dev/null
+	@! $(HELM) template trl $(CHART) >/dev/null 2>&1 || { echo "the chart rendered without a token; it must refuse"; exit 1; }
+	@$(MAKE) --no-print-directory deploy-manifests MANIFESTS=bin/trl-manifests.yaml
+	@diff -u deploy/kubernetes/trl.yaml bin/trl-manifests.yaml || { echo "deploy/kubernetes/trl.yaml is stale: run make deploy-manifests"; exit 1; }
+	@if docker info >/dev/null 2>&1; then \
+	  docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t trl:ci . ; \
+	else echo "lint-deploy: no Docker engine here (docker info failed): skipping docker build"; fi
+
+MANIFESTS ?= deploy/kubernetes/trl.yaml
+deploy-manifests: $(HELM)
+	@mkdir -p $(dir $(MANIFESTS))
+	{ echo "# Rendered from deploy/helm/trl by \`make deploy-manifests\`; do not edit (make lint-deploy checks it)."; \
+	  echo "# First: kubectl create secret generic trl-token --from-literal=token=\"\$$(openssl rand -hex 32)\""; \
+	  $(HELM) template trl $(CHART) --set auth.existingSecret=trl-token; } > $(MANIFESTS)
 
 clean:
 	rm -rf bin

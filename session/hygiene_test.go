@@ -95,6 +95,12 @@ func TestTerminalModesRestored(t *testing.T) {
 			}
 			out, _, _ := run2(t, s, probe)
 			assert.Equal(t, want, out, "after less was killed")
+
+			// The size restored is the one session.resize set last.
+			require.NoError(t, s.Resize(30, 100))
+			run2(t, s, "stty cols 20")
+			out, _, _ = run2(t, s, "stty size")
+			assert.Equal(t, "30 100\n", out, "after a resize")
 		})
 	}
 }

@@ -33,6 +33,7 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*
 	}
 	s.ended, s.endSession = context.WithCancelCause(context.Background())
 	s.lastUsed = s.created
+	s.newScreen()
 	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
 		s.releaseLease()
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
+
+	"github.com/trl-project/trl/metrics"
 )
 
 // DefaultName is the name of the session exec.* methods use when no
@@ -152,6 +154,7 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	}
 	m.mu.Unlock()
 	s.log.Info().Str("shell", cfg.Shell).Str("name", cfg.Name).Msg("session created")
+	metrics.Get().SessionCreated()
 	return s, nil
 }
 

@@ -16,11 +16,9 @@ import (
 // it, so the restore follows any change to the launch settings (echo on or
 // off alike).
 
-// termModes is what restoreTerminal puts back.
+// termModes is what restoreTerminal puts back, with the session's size.
 type termModes struct {
 	termios unix.Termios
-	rows    uint16
-	cols    uint16
 }
 
 // configureTerminal turns off echo (nothing is typed into this terminal;
@@ -55,7 +53,6 @@ func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
 			return
 		}
 		m.termios = *t
-		m.rows, m.cols = uint16(rows), uint16(cols)
 	})
 	if err == nil {
 		err = ioErr
@@ -78,7 +75,9 @@ func (s *Session) restoreTerminal() {
 			ioErr = e
 			return
 		}
-		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: m.rows, Col: m.cols})
+		// The size is the session's current one (session.resize
+		// changes it), not the launch one.
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(s.cfg.Rows), Col: uint16(s.cfg.Cols)})
 	})
 	if err == nil {
 		err = ioErr

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/trl-project/trl/metrics"
 	"github.com/trl-project/trl/protocol"
 )
 
@@ -35,6 +36,8 @@ type ConnOptions struct {
 	// Logger receives handler panics and write failures; the zero value
 	// logs nothing.
 	Logger zerolog.Logger
+	// Transport names the transport in the metrics ("unix", "stdio").
+	Transport string
 }
 
 // Causes with which a connection's context ends; handlers can tell them
@@ -82,6 +85,8 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	metrics.Get().ConnOpened(opts.Transport)
+	defer metrics.Get().ConnClosed(opts.Transport)
 	ctx, cancel := context.WithCancelCause(parent)
 	c := &conn{
 		h:      h,
@@ -195,6 +200,7 @@ func (c *conn) run(req *protocol.Request) {
 	}()
 
 	reply, err := c.h.Handle(c.ctx, &protocol.Call{Method: req.Method, Params: req.Params, Actor: c.opts.Actor})
+	metrics.Get().Request(c.opts.Transport, req.Method, metrics.Code(err))
 	if req.IsNotification() {
 		answered = true
 		c.followUnheard(reply, err)

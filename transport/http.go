@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/trl-project/trl/metrics"
 	"github.com/trl-project/trl/protocol"
 )
 
@@ -56,6 +57,11 @@ type HTTPOptions struct {
 	// Logger receives refusals, warnings and net/http's own errors; the
 	// zero value logs nothing.
 	Logger zerolog.Logger
+	// Probes, when set, answers GET /livez and /readyz without a token
+	// (the orchestrator's probes carry none), like /healthz.
+	Probes http.Handler
+	// Metrics, when set, answers GET /metrics behind the token.
+	Metrics http.Handler
 }
 
 func (o *HTTPOptions) defaults() {
@@ -128,6 +134,7 @@ func ListenHTTP(addr string, opts HTTPOptions) (*HTTPServer, error) {
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 		ErrorLog:          log.New(httpErrorLog{opts.Logger}, "", 0),
+		ConnState:         metrics.HTTPConnState,
 	}
 	if !s.loopback {
 		opts.Logger.Warn().Str("http", ln.Addr().String()).

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/trl-project/trl/metrics"
 	"github.com/trl-project/trl/protocol"
 )
 
@@ -61,17 +62,26 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusOK, []byte(`{"ok":true}`+"\n"))
 		return
 	}
+	if s.opts.Probes != nil && (r.URL.Path == "/livez" || r.URL.Path == "/readyz") {
+		s.opts.Probes.ServeHTTP(w, r)
+		return
+	}
 	if !s.auth.check(r) {
 		msg := "missing or wrong bearer token; send the header 'Authorization: Bearer <TRL_AUTH_TOKEN>'"
 		if r.URL.RawQuery != "" {
 			msg += " (a token in the URL is never accepted)"
 		}
 		s.opts.Logger.Warn().Str("path", clipString(r.URL.Path, 128)).Str("actor", actor(r)).Msg("refused an HTTP request: bad token")
+		metrics.Get().Request("http", "", string(protocol.CodeAuthFailed))
 		hdr.Set("WWW-Authenticate", `Bearer realm="trl"`)
 		writeEnvelope(w, http.StatusUnauthorized, protocol.CodeAuthFailed, msg)
 		return
 	}
 
+	if s.opts.Metrics != nil && r.URL.Path == "/metrics" {
+		s.opts.Metrics.ServeHTTP(w, r)
+		return
+	}
 	var serve func(*stallWriter, *http.Request, []byte)
 	switch {
 	case r.URL.Path == "/rpc":

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/trl-project/trl/metrics"
 	"github.com/trl-project/trl/protocol"
 )
 
@@ -22,6 +23,7 @@ func (s *HTTPServer) serveRPC(w *stallWriter, r *http.Request, body []byte, h pr
 	}
 	ctx := r.Context()
 	reply, err := s.handle(ctx, h, req, actor(r))
+	metrics.Get().Request("http", req.Method, metrics.Code(err))
 	if req.IsNotification() {
 		// JSON-RPC: a notification runs and gets no answer.
 		followUnheard(ctx, reply, err)

@@ -17,6 +17,9 @@ import (
 // once r's pending Read does.
 func ServeStdio(ctx context.Context, r io.Reader, w io.Writer, h protocol.Handler, opts ConnOptions) error {
 	opts.Sequential = true
+	if opts.Transport == "" {
+		opts.Transport = "stdio"
+	}
 	var closer func() error
 	if c, ok := r.(io.Closer); ok {
 		closer = c.Close

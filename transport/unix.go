@@ -248,6 +248,7 @@ func (s *UnixServer) serveConn(ctx context.Context, c *net.UnixConn, h protocol.
 		MaxInFlight:     s.opts.MaxInFlight,
 		Actor:           actor,
 		Logger:          log,
+		Transport:       "unix",
 	})
 	log.Debug().Msg("connection closed")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net/http"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -18,6 +19,8 @@ type httpFlags struct {
 	headerTimeout  time.Duration
 	gatewayTimeout time.Duration
 	gatewayIdle    time.Duration
+	// probes and metrics are served on the HTTP listener when set.
+	probes, metrics http.Handler
 }
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
@@ -53,6 +56,8 @@ func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) 
 		MaxBodyBytes:      int64(maxBody),
 		ReadHeaderTimeout: f.headerTimeout,
 		Logger:            log,
+		Probes:            f.probes,
+		Metrics:           f.metrics,
 	})
 	if err != nil {
 		gw.Close()

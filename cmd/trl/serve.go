@@ -78,6 +78,8 @@ func serve(args []string) int {
 	allowAnyUID := fs.Bool("allow-any-uid", false, "accept socket clients of any user (default: the daemon's own user and root)")
 	var hf httpFlags
 	hf.register(fs)
+	var mf metricsFlags
+	mf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -96,6 +98,13 @@ func serve(args []string) int {
 		return 1
 	}
 	defer closeAudit()
+	obs, err := mf.install(log, rt)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot listen on --metrics")
+		return 1
+	}
+	defer obs.close()
+	hf.probes, hf.metrics = obs.probes, obs.prom.Handler()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

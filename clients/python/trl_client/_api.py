@@ -1,0 +1,167 @@
+"""The method set, written once for Client and AsyncClient.
+
+Each method only builds a method name and params and names how to shape the
+answer; the concrete client's ``_call`` either returns the shaped value
+(Client) or a coroutine of it (AsyncClient), and ``_stream`` returns a
+Stream or an awaitable AsyncStream. So the two clients cannot drift apart.
+"""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from ._core import params
+
+OutputCallback = Callable[[str], Any]
+InputItem = Union[str, Dict[str, Any]]
+
+
+def key(name: str) -> Dict[str, Any]:
+    """An input item that presses a named key: ``key("Enter")``, ``key("C-c")``."""
+    return {"key": name}
+
+
+def paste(text: str) -> Dict[str, Any]:
+    """An input item pasted as one block (bracketed when the program asked for it)."""
+    return {"paste": text}
+
+
+def eof() -> Dict[str, Any]:
+    """An input item that sends the terminal's end-of-file (Ctrl-D)."""
+    return {"eof": True}
+
+
+def _sessions(d: Any) -> Any:
+    return d.get("sessions", [])
+
+
+class Methods:
+    """trl's methods (SPEC §4, §8, §9). Data come back as Result dicts."""
+
+    def _call(self, method: str, p: Optional[Dict[str, Any]] = None, post: Optional[Callable[[Any], Any]] = None) -> Any:
+        raise NotImplementedError
+
+    def _stream(self, method: str, p: Dict[str, Any], on_output: Optional[Callable[[Any], Any]],
+                on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]) -> Any:
+        raise NotImplementedError
+
+    # ---- raw ------------------------------------------------------------
+
+    def call(self, method: str, params: Optional[Dict[str, Any]] = None) -> Any:
+        """Call any method by name; returns its data."""
+        return self._call(method, params)
+
+    # ---- sessions -------------------------------------------------------
+
+    def session_create(self, *, name: Optional[str] = None, shell: Optional[str] = None,
+                       env: Optional[Dict[str, str]] = None, working_dir: Optional[str] = None,
+                       timeout_s: Optional[float] = None, rows: Optional[int] = None,
+                       cols: Optional[int] = None) -> Any:
+        """Start a shell session; the data carry its ``session_id``."""
+        return self._call("session.create", params(name=name, shell=shell, env=env, working_dir=working_dir,
+                                                   timeout_s=timeout_s, rows=rows, cols=cols))
+
+    def session_get(self, session_id: str) -> Any:
+        """A session's info (state, cwd, commands_run, ...) by id or name."""
+        return self._call("session.info", {"session_id": session_id})
+
+    def session_list(self) -> Any:
+        """Every live session's info."""
+        return self._call("session.list", None, _sessions)
+
+    def session_destroy(self, session_id: str, force: bool = False) -> Any:
+        """End a session and every process started in it."""
+        return self._call("session.destroy", params(session_id=session_id, force=force or None))
+
+    # ---- commands -------------------------------------------------------
+
+    def run(self, command: str, session_id: Optional[str] = None, *, timeout_s: Optional[float] = None,
+            stdin: Optional[str] = None, env: Optional[Dict[str, str]] = None,
+            max_output_bytes: Optional[int] = None, check: bool = False, yield_ms: Optional[int] = None,
+            until: Optional[Sequence[str]] = None, render: Optional[str] = None) -> Any:
+        """Run a command and return its result (stdout, stderr, exit_code, ...).
+
+        Without ``session_id`` the session named ``default`` is used. With
+        ``check=True`` a non-zero exit raises CommandFailed and a timeout
+        CommandTimeout, the result in the exception's ``data``.
+        """
+        return self._call("exec.run", params(session_id=session_id, command=command, timeout_s=timeout_s,
+                                             stdin=stdin, env=env, max_output_bytes=max_output_bytes,
+                                             check=check or None, yield_ms=yield_ms,
+                                             until=list(until) if until is not None else None, render=render))
+
+    def stream(self, command: str, session_id: Optional[str] = None, *, timeout_s: Optional[float] = None,
+               stdin: Optional[str] = None, env: Optional[Dict[str, str]] = None,
+               on_output: Optional[Callable[[Any], Any]] = None, on_stdout: Optional[OutputCallback] = None,
+               on_stderr: Optional[OutputCallback] = None) -> Any:
+        """Start a command and follow its output as it is produced.
+
+        Returns a Stream: iterate it for Chunks, or call ``wait()`` for the
+        exit; callbacks (``on_stdout(text)``, ``on_stderr(text)``,
+        ``on_output(chunk)``) run for each chunk as it is consumed. Over
+        the socket, output that arrived but was not consumed yet waits in
+        the client's memory: consume or ``close()`` a stream you start.
+        Several streams may run at once on one client (one per session).
+        """
+        return self._stream("exec.stream", params(session_id=session_id, command=command, timeout_s=timeout_s,
+                                                  stdin=stdin, env=env), on_output, on_stdout, on_stderr)
+
+    def read(self, stream_id: str, offset: int = 0, limit: Optional[int] = None, stream: Optional[str] = None) -> Any:
+        """Read retained output of a stream (or exec) from ``offset``."""
+        return self._call("exec.read", params(stream_id=stream_id, offset=offset, limit=limit, stream=stream))
+
+    def attach(self, stream_id: str, offset: int = 0, stderr_offset: int = 0, *,
+               on_output: Optional[Callable[[Any], Any]] = None, on_stdout: Optional[OutputCallback] = None,
+               on_stderr: Optional[OutputCallback] = None) -> Any:
+        """Follow a running or finished stream again from the given offsets."""
+        return self._stream("exec.attach", params(stream_id=stream_id, offset=offset, stderr_offset=stderr_offset),
+                            on_output, on_stdout, on_stderr)
+
+    def cancel(self, session_id: Optional[str] = None, signal: Union[str, int, None] = None, *,
+               exec_id: Optional[str] = None) -> Any:
+        """Signal the running command (SIGINT by default); the session stays usable."""
+        return self._call("exec.cancel", params(session_id=session_id, exec_id=exec_id, signal=signal))
+
+    def input(self, input: Union[InputItem, List[InputItem]], exec_id: Optional[str] = None, *,
+              session_id: Optional[str] = None, yield_ms: Optional[int] = None,
+              until: Optional[Sequence[str]] = None, require_waiting: Optional[bool] = None,
+              secret: Optional[bool] = None, render: Optional[str] = None) -> Any:
+        """Type into a running command's terminal, then wait like run (SPEC §8).
+
+        ``input`` is a string, an item (``key("Enter")``, ``paste(...)``,
+        ``eof()``) or a list of them.
+        """
+        items = input if isinstance(input, list) else [input]
+        return self._call("exec.input", params(exec_id=exec_id, session_id=session_id, input=items,
+                                               yield_ms=yield_ms, until=list(until) if until is not None else None,
+                                               require_waiting=require_waiting, secret=secret, render=render))
+
+    def wait(self, exec_id: Optional[str] = None, *, exec_ids: Optional[Sequence[str]] = None,
+             timeout_ms: Optional[int] = None, until: Optional[Sequence[str]] = None,
+             render: Optional[str] = None) -> Any:
+        """Long-poll until a command exits or reaches an ``until`` event.
+
+        ``exec_id="any"`` waits for any command.
+        """
+        return self._call("exec.wait", params(exec_id=exec_id, exec_ids=list(exec_ids) if exec_ids else None,
+                                              timeout_ms=timeout_ms, until=list(until) if until is not None else None,
+                                              render=render))
+
+    # ---- screen ---------------------------------------------------------
+
+    def screen(self, session_id: str, *, scrollback_lines: Optional[int] = None, format: Optional[str] = None) -> Any:
+        """What a person would see on the session's terminal (SPEC §9)."""
+        return self._call("session.screen", params(session_id=session_id, scrollback_lines=scrollback_lines,
+                                                   format=format))
+
+    def resize(self, session_id: str, rows: int, cols: int) -> Any:
+        """Set the session's terminal size (the program gets SIGWINCH)."""
+        return self._call("session.resize", {"session_id": session_id, "rows": rows, "cols": cols})
+
+    # ---- system ---------------------------------------------------------
+
+    def ping(self) -> Any:
+        """``uptime_s`` and ``version``."""
+        return self._call("system.ping")
+
+    def stats(self) -> Any:
+        """Sessions, commands run, memory and limits of the daemon."""
+        return self._call("system.stats")
