@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -256,5 +257,32 @@ func TestHostileShellState(t *testing.T) {
 				assert.Contains(t, s.Info().EndCause, c.cause)
 			})
 		}
+	}
+}
+
+// TestXtraceShowsOnlyTheCommand: with xtrace on, a command's stderr
+// traces its own lines, never trl's (issue 10 item 8).
+func TestXtraceShowsOnlyTheCommand(t *testing.T) {
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			run2(t, s, "set -x")
+			out, errOut, st := run2(t, s, "echo after; return 3 2>/dev/null || false")
+			assert.Equal(t, "after\n", out)
+			assert.NotEqual(t, 0, st.ExitCode)
+			if !strings.HasSuffix(shell, "zsh") {
+				// zsh writes its trace to the stderr it started with
+				// (trl's control pipe), so a zsh command's stderr has none.
+				assert.Contains(t, errOut, "echo after", "the command itself is traced")
+			}
+			assert.NotContains(t, errOut, "eval")
+			assert.NotContains(t, errOut, "_trl")
+			assert.NotContains(t, errOut, "TRL")
+			run2(t, s, "set +x")
+			_, errOut, _ = run2(t, s, "echo quiet")
+			assert.Empty(t, errOut)
+		})
 	}
 }

@@ -56,6 +56,15 @@ func common(nonce string) string {
 	return `PS2=''; PS4='+ '; ` + trlName(nonce, "r") + `() { eval "$` + trlName(nonce, "c") + `"; }; `
 }
 
+// posixRunner replaces common's runner for dash, whose xtrace would
+// print trl's own `eval <command>` into the command's stderr: with
+// xtrace on, it is turned off (silently) around the eval and back on
+// inside it, so only the command's own lines are traced.
+func posixRunner(nonce string) string {
+	c := `"$` + trlName(nonce, "c") + `"`
+	return trlName(nonce, "r") + `() { case $- in *x*) { set +x; } 2>/dev/null; eval "set -x; "` + c + `;; *) eval ` + c + `;; esac; }; `
+}
+
 func plainSeq(nonce string) string { return trlName(nonce, "n") + "=" }
 
 var (
@@ -65,7 +74,7 @@ var (
 		seqVar: plainSeq,
 		printf: `\command printf`,
 		init: func(nonce string) string {
-			return common(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
+			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
 		},
 	}
 	// bash: line editing stays off whatever a command does. `set -o vi`
