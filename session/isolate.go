@@ -232,10 +232,11 @@ func uidsWithProcesses() map[uint32]bool {
 	return out
 }
 
-// procUIDs reads the four uids of /proc/PID/status.
+// procUIDs reads the four uids of /proc/PID/status; none for a zombie
+// (it has ended; the daemon's reaper collects it).
 func procUIDs(pid string) []uint32 {
 	b, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
+	if err != nil || strings.Contains(string(b), "\nState:\tZ") {
 		return nil
 	}
 	_, rest, ok := strings.Cut(string(b), "\nUid:")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,4 +146,47 @@ func TestIsolationKeySharesUID(t *testing.T) {
 	<-j.Done()
 	out, _ = k.get()
 	assert.Equal(t, s, out)
+}
+
+// TestUIDNotReusedWhileItsProcessesLive: a uid under which any process
+// still runs is not handed out, and releasing a lease ends what runs
+// under its uid before the uid is free.
+func TestUIDNotReusedWhileItsProcessesLive(t *testing.T) {
+	if err := CheckIsolationPrivilege(); err != nil {
+		t.Skipf("isolation needs privilege this test run lacks: %v", err)
+	}
+	first := uint32(2000400000 + os.Getpid()%50000*4)
+	homes := filepath.Join(os.TempDir(), fmt.Sprintf("trl-test-reuse-%d", os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(homes) })
+	p, err := newUIDPool(Isolation{FirstUID: first, LastUID: first + 1, HomeRoot: homes})
+	require.NoError(t, err)
+
+	// A process of uid first that no lease knows of (a survivor).
+	pid, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "300"}, &syscall.ProcAttr{
+		Sys: &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: first, Gid: first, Groups: []uint32{}}},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL); syscall.Wait4(pid, nil, 0, nil) })
+	require.Eventually(t, func() bool { return uidsWithProcesses()[first] }, 5*time.Second, 10*time.Millisecond)
+
+	l, err := p.acquire("")
+	require.NoError(t, err)
+	assert.Equal(t, first+1, l.uid, "a uid with a live process was handed out")
+	_, err = p.acquire("")
+	assert.ErrorIs(t, err, ErrLimit, "the busy uid must stay out of use")
+
+	// The lease's uid gets a process too; release ends it and frees it.
+	pid2, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "301"}, &syscall.ProcAttr{
+		Sys: &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: l.uid, Gid: l.uid, Groups: []uint32{}}},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Wait4(pid2, nil, 0, nil) }) // killed by release
+	l.release()
+	assert.False(t, uidsWithProcesses()[l.uid], "release left a process of the uid")
+	_, err = os.Stat(l.home)
+	assert.True(t, os.IsNotExist(err), "release left the home")
+	l2, err := p.acquire("")
+	require.NoError(t, err)
+	assert.Equal(t, first+1, l2.uid)
+	l2.release()
 }
