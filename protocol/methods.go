@@ -63,6 +63,8 @@ type SessionInfo struct {
 	// "shell exited with status N", "timeout escalation: ...", "shell
 	// stopped answering: ...", "daemon shut down". Absent while it lives.
 	EndCause string `json:"end_cause,omitempty"`
+	// Command is the command running now (session.info only; SPEC §8).
+	Command *ExecSummary `json:"command,omitempty"`
 }
 
 // ExecParams are the parameters of exec.run and exec.stream.
@@ -77,6 +79,9 @@ type ExecParams struct {
 	// Render is "raw" (the default) or "text" (SPEC §9: escapes removed,
 	// redrawn lines collapsed); exec.run only.
 	Render string `json:"render"`
+	// YieldMS and Until are exec.run's wait options (SPEC §8).
+	YieldMS *int64    `json:"yield_ms"`
+	Until   *[]string `json:"until"`
 }
 
 // ExecResult is exec.run's result.
@@ -98,6 +103,7 @@ type ExecResult struct {
 // ExecCancelParams are exec.cancel's parameters. Signal is a name such as
 // "SIGINT" or "TERM", or a number.
 type ExecCancelParams struct {
+	ExecID    string          `json:"exec_id"`
 	SessionID string          `json:"session_id"`
 	Signal    json.RawMessage `json:"signal"`
 }

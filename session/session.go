@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/internal/termwait"
 	"github.com/trl-project/trl/screen"
 	"golang.org/x/sys/unix"
 )
@@ -93,6 +94,11 @@ type Session struct {
 
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
+
+	// tw samples the terminal for input waits (SPEC §8), made on first use.
+	twOnce sync.Once
+	tw     *termwait.Terminal
+	twErr  error
 }
 
 // Job is one command running in a session.

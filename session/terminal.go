@@ -21,9 +21,9 @@ type termModes struct {
 	termios unix.Termios
 }
 
-// configureTerminal turns off echo (nothing is typed into this terminal;
-// commands arrive on a pipe) and ONLCR (so "\n" stays "\n"), sets the
-// window size, and returns the settings as the kernel now holds them.
+// configureTerminal sets trl's terminal modes (echo on for what
+// exec.input types, ONLCR off so "\n" stays "\n"), sets the window size,
+// and returns the settings as the kernel now holds them.
 func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
 	rc, err := pts.SyscallConn()
 	if err != nil {
@@ -37,7 +37,12 @@ func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
 			ioErr = e
 			return
 		}
-		t.Lflag &^= unix.ECHO | unix.ECHOE | unix.ECHOK | unix.ECHONL | unix.ECHOCTL
+		// Commands arrive through a pipe, so echo never shows them; it
+		// shows what exec.input types, as a terminal does, and tells a
+		// line prompt from a password prompt (SPEC §8). ECHOCTL is off so
+		// that a typed control key does not print as ^X.
+		t.Lflag |= unix.ECHO | unix.ECHOE | unix.ECHOK
+		t.Lflag &^= unix.ECHONL | unix.ECHOCTL
 		t.Oflag &^= unix.ONLCR
 		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, t); e != nil {
 			ioErr = e
