@@ -207,7 +207,7 @@ func (g *Gateway) startStream(ctx context.Context, s *slot, cmd, stdin string, c
 // ended). A name already taken means another creator won; that is fine.
 func (g *Gateway) createSession(ctx context.Context, s *slot, actor string) error {
 	params, _ := json.Marshal(protocol.SessionCreateParams{Name: s.name, Shell: g.opts.Shell, WorkingDir: g.opts.WorkingDir})
-	_, err := g.h.Handle(ctx, &protocol.Call{Method: protocol.MethodSessionCreate, Params: params, Actor: actor})
+	_, err := g.h.Handle(ctx, &protocol.Call{Method: protocol.MethodSessionCreate, Params: params, Actor: actor, IsolationKey: s.tenant})
 	if err != nil {
 		return err
 	}
