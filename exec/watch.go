@@ -83,6 +83,14 @@ func (w *Watch) Activity() Activity {
 	return Activity{Last: w.last, Prompt: string(w.tails[w.stream]), StdoutBytes: w.totals[0], StderrBytes: w.totals[1]}
 }
 
+// Last returns when output last arrived (the start before any): the one
+// fact a wait needs at every look, without copying the prompt.
+func (w *Watch) Last() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
 // Next returns a channel closed when the next output arrives.
 func (w *Watch) Next() <-chan struct{} {
 	w.mu.Lock()

@@ -99,7 +99,7 @@ func (rt *Runtime) check(c *command, u until, pr *probe, now time.Time) (ev even
 		return event{reason: protocol.ReasonExit}, time.Time{}
 	default:
 	}
-	act := c.watch.Activity()
+	last := c.watch.Last()
 	rt.mu.Lock()
 	inputAt := c.inputAt
 	sent := c.sent
@@ -108,8 +108,8 @@ func (rt *Runtime) check(c *command, u until, pr *probe, now time.Time) (ev even
 		return event{reason: protocol.ReasonMatch}, time.Time{}
 	}
 	if u.quiet > 0 {
-		q := act.Last.Add(u.quiet)
-		if inputAt.After(act.Last) {
+		q := last.Add(u.quiet)
+		if inputAt.After(last) {
 			q = inputAt.Add(u.quiet)
 		}
 		if !now.Before(q) {
@@ -118,10 +118,10 @@ func (rt *Runtime) check(c *command, u until, pr *probe, now time.Time) (ev even
 		next = q
 	}
 	if u.input {
-		if !act.Last.Equal(pr.last) || pr.at.IsZero() {
-			pr.last, pr.every, pr.seen = act.Last, firstProbe, false
-			pr.at = act.Last.Add(firstProbe)
-			if t := inputAt.Add(afterInput); inputAt.After(act.Last) && t.After(pr.at) {
+		if !last.Equal(pr.last) || pr.at.IsZero() {
+			pr.last, pr.every, pr.seen = last, firstProbe, false
+			pr.at = last.Add(firstProbe)
+			if t := inputAt.Add(afterInput); inputAt.After(last) && t.After(pr.at) {
 				pr.at = t
 			}
 		}
