@@ -104,16 +104,18 @@ class Methods:
         return self._stream("exec.stream", params(session_id=session_id, command=command, timeout_s=timeout_s,
                                                   stdin=stdin, env=env), on_output, on_stdout, on_stderr)
 
-    def read(self, stream_id: str, offset: int = 0, limit: Optional[int] = None, stream: Optional[str] = None) -> Any:
-        """Read retained output of a stream (or exec) from ``offset``."""
-        return self._call("exec.read", params(stream_id=stream_id, offset=offset, limit=limit, stream=stream))
+    def read(self, stream_id: Optional[str] = None, offset: int = 0, limit: Optional[int] = None,
+             stream: Optional[str] = None, *, exec_id: Optional[str] = None) -> Any:
+        """Read retained output of a stream (or, by ``exec_id``, a command) from ``offset``."""
+        return self._call("exec.read", params(stream_id=stream_id, exec_id=exec_id, offset=offset, limit=limit,
+                                              stream=stream))
 
-    def attach(self, stream_id: str, offset: int = 0, stderr_offset: int = 0, *,
-               on_output: Optional[Callable[[Any], Any]] = None, on_stdout: Optional[OutputCallback] = None,
-               on_stderr: Optional[OutputCallback] = None) -> Any:
-        """Follow a running or finished stream again from the given offsets."""
-        return self._stream("exec.attach", params(stream_id=stream_id, offset=offset, stderr_offset=stderr_offset),
-                            on_output, on_stdout, on_stderr)
+    def attach(self, stream_id: Optional[str] = None, offset: int = 0, stderr_offset: int = 0, *,
+               exec_id: Optional[str] = None, on_output: Optional[Callable[[Any], Any]] = None,
+               on_stdout: Optional[OutputCallback] = None, on_stderr: Optional[OutputCallback] = None) -> Any:
+        """Follow a running or finished stream (or command) again from the given offsets."""
+        return self._stream("exec.attach", params(stream_id=stream_id, exec_id=exec_id, offset=offset,
+                                                  stderr_offset=stderr_offset), on_output, on_stdout, on_stderr)
 
     def cancel(self, session_id: Optional[str] = None, signal: Union[str, int, None] = None, *,
                exec_id: Optional[str] = None) -> Any:
