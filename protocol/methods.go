@@ -70,6 +70,9 @@ type ExecParams struct {
 	Env            map[string]string `json:"env"`
 	MaxOutputBytes *int64            `json:"max_output_bytes"`
 	Check          bool              `json:"check"`
+	// Render is "raw" (the default) or "text" (SPEC §9: escapes removed,
+	// redrawn lines collapsed); exec.run only.
+	Render string `json:"render"`
 }
 
 // ExecResult is exec.run's result.

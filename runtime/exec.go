@@ -104,6 +104,9 @@ func (rt *Runtime) execRun(_ context.Context, call *protocol.Call) (*protocol.Re
 		}
 		max = int(*p.MaxOutputBytes)
 	}
+	if err := checkRender(p.Render); err != nil {
+		return nil, err
+	}
 	s, err := rt.execSession(p.SessionID)
 	if err != nil {
 		return nil, err
@@ -126,9 +129,11 @@ func (rt *Runtime) execRun(_ context.Context, call *protocol.Call) (*protocol.Re
 	if rt.shuttingDown() {
 		return nil, session.ErrShuttingDown
 	}
+	stdout, _ := renderOutput(p.Render, out.Stdout)
+	stderr, _ := renderOutput(p.Render, out.Stderr)
 	res := protocol.ExecResult{
-		Stdout:        string(out.Stdout),
-		Stderr:        string(out.Stderr),
+		Stdout:        stdout,
+		Stderr:        stderr,
 		ExitCode:      x.ExitCode,
 		DurationMS:    x.Duration.Milliseconds(),
 		TimedOut:      x.TimedOut,
@@ -154,6 +159,9 @@ func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol
 	var p protocol.ExecParams
 	if err := protocol.DecodeParams(call.Params, &p); err != nil {
 		return nil, err
+	}
+	if p.Render != "" && p.Render != "raw" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "exec.stream sends raw bytes; render the chunks with exec.read's \"render\": \"text\"")
 	}
 	if p.MaxOutputBytes != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes applies to exec.run; a stream keeps a window of recent output instead")
@@ -239,6 +247,7 @@ type readParams struct {
 	Stream   string `json:"stream"`
 	Offset   int64  `json:"offset"`
 	Limit    int    `json:"limit"`
+	Render   string `json:"render"`
 }
 
 func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
@@ -263,11 +272,15 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 	if p.Limit < 0 || p.Limit > 16<<20 {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "limit must be between 1 and %d bytes", 16<<20)
 	}
+	if err := checkRender(p.Render); err != nil {
+		return nil, err
+	}
 	data, start, lost, complete := st.ReadAt(which, p.Offset, p.Limit)
+	text, _ := renderOutput(p.Render, data)
 	return &protocol.Reply{Data: map[string]any{
 		"stream_id":  st.ID,
 		"stream":     which.String(),
-		"data":       string(data),
+		"data":       text,
 		"offset":     start,
 		"length":     len(data),
 		"complete":   complete,

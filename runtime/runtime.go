@@ -79,6 +79,9 @@ var methods = map[string]handlerFunc{
 	protocol.MethodExecRead:       (*Runtime).execRead,
 	protocol.MethodExecAttach:     (*Runtime).execAttach,
 	protocol.MethodExecCancel:     (*Runtime).execCancel,
+	protocol.MethodSessionScreen:  (*Runtime).sessionScreen,
+	protocol.MethodSessionResize:  (*Runtime).sessionResize,
+	protocol.MethodSessionOutput:  (*Runtime).sessionOutput,
 	protocol.MethodSystemPing:     (*Runtime).systemPing,
 	protocol.MethodSystemStats:    (*Runtime).systemStats,
 }
@@ -87,7 +90,7 @@ var methods = map[string]handlerFunc{
 func (rt *Runtime) Handle(ctx context.Context, call *protocol.Call) (*protocol.Reply, error) {
 	h, ok := methods[call.Method]
 	if !ok {
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q; methods are session.create, session.list, session.info, session.destroy, exec.run, exec.stream, exec.read, exec.attach, exec.cancel, system.ping, system.stats", clip(call.Method, 64))
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q; methods are session.create, session.list, session.info, session.destroy, session.screen, session.resize, session.output, exec.run, exec.stream, exec.read, exec.attach, exec.cancel, system.ping, system.stats", clip(call.Method, 64))
 	}
 	rt.mu.Lock()
 	if rt.closing {

@@ -27,6 +27,7 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger) (*Session, e
 		closed:  make(chan struct{}),
 	}
 	s.lastUsed = s.created
+	s.newScreen()
 	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
 		return nil, err
 	}

@@ -107,14 +107,16 @@ var readBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-// deliver hands bytes to the running job, or drops them when none runs
-// (output of a background job between commands). Called with ioMu held.
+// deliver hands bytes to the screen and the observers, then to the
+// running job, or, when none runs (a background job's output between
+// commands), to the idle log. Called with ioMu held.
 func (s *Session) deliver(stream Stream, p []byte) {
+	s.observe(stream, p)
 	if s.job != nil {
 		s.job.sink.Output(stream, p)
 		return
 	}
-	s.log.Debug().Str("stream", stream.String()).Int("bytes", len(p)).Msg("output with no command running dropped")
+	s.idle.write(p)
 }
 
 // drain reads fd until it would block. Called with ioMu held.
@@ -167,6 +169,7 @@ func (s *Session) complete(seq int64, st Status) {
 	}
 	s.lastUsed = time.Now().UTC()
 	s.mu.Unlock()
+	s.scr.Settle()
 	if j.stdin != "" {
 		os.Remove(j.stdin)
 	}

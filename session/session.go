@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/screen"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,6 +71,10 @@ type Session struct {
 	// command waits until a plain line has made the round trip (see
 	// settle).
 	resync bool
+
+	scr  *screen.Screen // the terminal as a person sees it (screen.go)
+	idle idleLog        // output written while no command runs
+	obs  observers      // byte observers (observe.go)
 
 	ready   chan struct{} // closed at the first prompt record
 	exited  chan struct{} // closed when the shell has been reaped
@@ -134,6 +139,10 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 			return nil, fmt.Errorf("write the command for the shell: %w", err)
 		}
 	}
+	// A TUI killed before it restored the terminal leaves the alternate
+	// screen on in the model; the next command's output goes to the main
+	// screen.
+	s.scr.LeaveAltScreen()
 	s.seq++
 	j := &Job{seq: s.seq, sink: sink, done: make(chan struct{})}
 	if c.Stdin != nil {
@@ -226,6 +235,7 @@ func (s *Session) Close() {
 	}
 	s.closeFiles()
 	s.readers.Wait()
+	s.scr.Close()
 	if s.tmpDir != "" {
 		os.RemoveAll(s.tmpDir)
 	}

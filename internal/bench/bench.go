@@ -48,7 +48,7 @@ type Options struct {
 // Groups are the measurement groups, in the order they run. Memory comes
 // first, on a daemon that has done nothing yet: later groups leave freed
 // heap behind that new sessions would reuse, hiding their cost.
-var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream"}
+var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream", "screen"}
 
 // plan is how much of each measurement a run does.
 type plan struct {
@@ -104,6 +104,7 @@ type Report struct {
 	Sessions *Sessions `json:"sessions"`
 	Parallel *Parallel `json:"parallel"`
 	Cancel   *Cancel   `json:"cancel"`
+	Screen   *Screen   `json:"screen"`
 	Goals    []Goal    `json:"goals"`
 }
 
@@ -166,6 +167,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		"cancel":   func() { rep.Cancel = r.cancel() },
 		"largerun": func() { rep.LargeRun = r.largeRun() },
 		"stream":   func() { rep.Stream = r.stream() },
+		"screen":   func() { rep.Screen = r.screen() },
 	}
 	for _, g := range Groups {
 		if len(o.Only) > 0 && !slices.Contains(o.Only, g) {

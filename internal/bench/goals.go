@@ -22,6 +22,8 @@ const (
 	goalSessions        = 1000
 	goalParallelClients = 8
 	goalParallelRate    = 4000
+	goalScreenP50US     = 200
+	goalRenderRatio     = 10
 )
 
 func goals(rep *Report) []Goal {
@@ -91,6 +93,13 @@ func goals(rep *Report) []Goal {
 	} else {
 		add("8 clients ≥ 4,000 exec.run/s, 0 errors", false, false, "")
 	}
+	var scr *Stats
+	var ratio float64
+	if sc := rep.Screen; sc != nil {
+		scr, ratio = sc.SnapshotLatency, sc.AptRatio
+	}
+	add("session.screen 80×24 p50 ≤ 200 µs", scr != nil, scr != nil && scr.P50US <= goalScreenP50US, "%s", fmtUS(p50(scr)))
+	add("render text of an apt log ≥ 10× smaller", ratio > 0, ratio >= goalRenderRatio, "%.1f×", ratio)
 	return gs
 }
 

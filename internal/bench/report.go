@@ -32,6 +32,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	sessionsTable(tw, rep.Sessions)
 	parallelTable(tw, rep.Parallel)
 	cancelTable(tw, rep.Cancel)
+	screenTable(tw, rep.Screen)
 	goalsTable(tw, rep.Goals)
 	tw.Flush()
 	_, err := io.WriteString(w, b.String())
@@ -194,3 +195,19 @@ func fmtBytes(n int64) string {
 }
 
 func fmtMB(n int) string { return fmt.Sprintf("%g", float64(n)/1e6) }
+
+func screenTable(w io.Writer, s *Screen) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nthe screen (SPEC §9)\t\t\t\t\t\n")
+	if s.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", s.Error)
+	}
+	if l := s.SnapshotLatency; l != nil {
+		fmt.Fprintf(w, "  session.screen of an 80×24 screen (n=%d)\tp50 %s\tp99 %s\t\t\t\n", l.N, fmtUS(l.P50US), fmtUS(l.P99US))
+	}
+	if s.AptRatio > 0 {
+		fmt.Fprintf(w, "  apt-style install log, exec.run raw vs render text\t%s\t%s\t%.1f× smaller\t\t\n", fmtBytes(int64(s.AptRawBytes)), fmtBytes(int64(s.AptTextBytes)), s.AptRatio)
+	}
+}

@@ -1,0 +1,195 @@
+package termwait
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	osexec "os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/trl-project/trl/internal/terminput"
+)
+
+// prog is a program on a fresh PTY: session leader, the PTY its
+// controlling terminal, its group in the foreground, the terminal in the
+// kernel's default modes (canonical, echo) until the program changes them.
+type prog struct {
+	t    *testing.T
+	ptm  *os.File
+	cmd  *osexec.Cmd
+	term *Terminal
+
+	mu    sync.Mutex
+	out   bytes.Buffer
+	modes terminput.ModeTracker
+	done  chan struct{}
+}
+
+func need(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := osexec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed; this test needs it", tool)
+		}
+	}
+}
+
+// start runs argv on a new PTY; shell is the pid given to New as "the
+// shell" (0: the program itself).
+func start(t *testing.T, argv ...string) *prog {
+	t.Helper()
+	ptm, pts, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pty.Setsize(ptm, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := osexec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
+	cmd.Env = append(os.Environ(), "TERM=xterm", "PYTHONSTARTUP=", "LESS=", "PS1=$ ")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		ptm.Close()
+		pts.Close()
+		t.Fatal(err)
+	}
+	pts.Close()
+	p := &prog{t: t, ptm: ptm, cmd: cmd, done: make(chan struct{})}
+	go p.read()
+	t.Cleanup(p.stop)
+	raw, err := ptm.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.term, err = New(raw, cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// read owns the master's reads; it ends at EIO when the last slave fd is
+// closed, or when stop closes the master.
+func (p *prog) read() {
+	defer close(p.done)
+	buf := make([]byte, 4096)
+	for {
+		n, err := p.ptm.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.modes.Feed(buf[:n])
+			p.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *prog) stop() {
+	unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
+	p.cmd.Wait()
+	p.ptm.Close()
+	<-p.done
+}
+
+func (p *prog) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func (p *prog) alt() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.modes.AltScreen()
+}
+
+func (p *prog) write(s string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.ptm, s); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// waitOutput waits until the output holds s.
+func (p *prog) waitOutput(s string, limit time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(limit)
+	for !bytes.Contains([]byte(p.output()), []byte(s)) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %q in the output within %s; output: %q", s, limit, p.output())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (p *prog) check() Status {
+	p.t.Helper()
+	s, err := p.term.Check(p.alt())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return s
+}
+
+// waitWaiting samples until the program waits for input (generous: two
+// shared cores) and returns that status.
+func (p *prog) waitWaiting(limit time.Duration) Status {
+	p.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		s := p.check()
+		if s.Waiting {
+			return s
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("not waiting within %s; last status %+v; output: %q", limit, s, p.output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// neverWaiting samples for d and fails at the first waiting status.
+func (p *prog) neverWaiting(d time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(d)
+	n := 0
+	for time.Now().Before(deadline) {
+		if s := p.check(); s.Waiting {
+			p.t.Fatalf("waiting after %d samples: %+v; output: %q", n, s, p.output())
+		}
+		n++
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n < 10 {
+		p.t.Fatalf("only %d samples in %s", n, d)
+	}
+}
+
+// exited waits for the program's end.
+func (p *prog) exited(limit time.Duration) {
+	p.t.Helper()
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		p.cmd.Process.Wait()
+	}()
+	select {
+	case <-ch:
+	case <-time.After(limit):
+		unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
+		<-ch
+		p.t.Fatalf("did not exit within %s; output: %q", limit, p.output())
+	}
+}
+
+var errSkip = errors.New("skip")

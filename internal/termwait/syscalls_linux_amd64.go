@@ -1,0 +1,19 @@
+package termwait
+
+import "golang.org/x/sys/unix"
+
+func classify(nr int64) callKind {
+	switch nr {
+	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PREAD64, unix.SYS_PREADV, unix.SYS_PREADV2:
+		return callRead
+	case unix.SYS_POLL, unix.SYS_PPOLL:
+		return callPoll
+	case unix.SYS_SELECT, unix.SYS_PSELECT6:
+		return callSelect
+	case unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2:
+		return callEpoll
+	case unix.SYS_ACCEPT, unix.SYS_ACCEPT4, unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
+		return callNetwork
+	}
+	return callOther
+}

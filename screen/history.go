@@ -1,0 +1,64 @@
+package screen
+
+// history is the scrollback: a ring of rows, oldest first, that reuses
+// the evicted row's cells so a scrolling stream allocates nothing once it
+// is full.
+type history struct {
+	buf      []line
+	start, n int
+	max      int
+}
+
+func (h *history) len() int { return h.n }
+
+// at returns row i, 0 being the oldest.
+func (h *history) at(i int) *line { return &h.buf[(h.start+i)%len(h.buf)] }
+
+// push copies l into the ring (trimmed of trailing blanks).
+func (h *history) push(l *line) {
+	if h.max <= 0 {
+		return
+	}
+	var slot *line
+	if h.n < h.max {
+		if h.n == len(h.buf) {
+			// Grow the ring: unrolled into order, then doubled.
+			nb := make([]line, min(max(2*len(h.buf), 16), h.max))
+			for i := range h.n {
+				nb[i] = *h.at(i)
+			}
+			h.buf, h.start = nb, 0
+		}
+		slot = h.at(h.n)
+		h.n++
+	} else {
+		slot = h.at(0)
+		h.start = (h.start + 1) % len(h.buf)
+	}
+	c := l.trimmed()
+	if cap(slot.cells) >= len(c) && cap(slot.cells) <= 2*len(c)+8 {
+		slot.cells = append(slot.cells[:0], c...)
+	} else if len(c) > 0 {
+		slot.cells = append([]cell(nil), c...)
+	} else {
+		slot.cells = nil
+	}
+	slot.comb = slot.comb[:0]
+	if len(l.comb) > 0 {
+		slot.comb = append(slot.comb, l.comb...)
+	}
+	slot.wrapped = l.wrapped
+}
+
+// pop removes and returns the newest row.
+func (h *history) pop() line {
+	h.n--
+	l := *h.at(h.n)
+	*h.at(h.n) = line{}
+	return l
+}
+
+func (h *history) reset() {
+	clear(h.buf)
+	h.buf, h.start, h.n = nil, 0, 0
+}

@@ -1,0 +1,128 @@
+package screen
+
+import (
+	"strconv"
+	"strings"
+)
+
+func (st *state) snapshot(o SnapshotOptions) Snapshot {
+	ansiFmt := o.Format == "ansi"
+	snap := Snapshot{
+		Rows:      st.rows,
+		Cols:      st.cols,
+		Cursor:    Cursor{Row: st.cur.y, Col: st.cur.x, Visible: !st.hidden},
+		AltScreen: st.alt,
+		Title:     st.title,
+	}
+	if st.cur.pending {
+		// As tmux reports it: the last column is written and the next
+		// character goes to the next row.
+		snap.Cursor.Col = st.cols
+	}
+	nh := 0
+	if !st.alt && o.ScrollbackLines > 0 {
+		nh = min(o.ScrollbackLines, st.hist.len())
+	}
+	snap.Lines = make([]string, 0, nh+st.rows)
+	var sb strings.Builder
+	for i := st.hist.len() - nh; i < st.hist.len(); i++ {
+		snap.Lines = append(snap.Lines, renderLine(&sb, st.hist.at(i), ansiFmt))
+	}
+	for i := range st.g().lines {
+		snap.Lines = append(snap.Lines, renderLine(&sb, &st.g().lines[i], ansiFmt))
+	}
+	return snap
+}
+
+// renderLine writes a row as text, trailing blanks trimmed; with ansiFmt
+// each change of rendition is written as an SGR sequence and a row that
+// ends styled ends with a reset.
+func renderLine(sb *strings.Builder, l *line, ansiFmt bool) string {
+	return renderCells(sb, l, l.trimmed(), ansiFmt, !ansiFmt)
+}
+
+func renderCells(sb *strings.Builder, l *line, cells []cell, ansiFmt, trim bool) string {
+	sb.Reset()
+	if trim {
+		// Trailing spaces written by the program are trimmed too, as tmux
+		// does.
+		for len(cells) > 0 && (cells[len(cells)-1].r == 0 || cells[len(cells)-1].r == ' ') && cells[len(cells)-1].cm == 0 {
+			cells = cells[:len(cells)-1]
+		}
+	}
+	var pen attr
+	for i := range cells {
+		c := &cells[i]
+		if c.r == contRune {
+			continue
+		}
+		if a := c.attr(); ansiFmt && a != pen {
+			writeSGR(sb, a)
+			pen = a
+		}
+		if c.r == 0 {
+			sb.WriteByte(' ')
+		} else {
+			sb.WriteRune(c.r)
+		}
+		if c.cm != 0 && int(c.cm) <= len(l.comb) {
+			sb.WriteString(l.comb[c.cm-1])
+		}
+	}
+	if ansiFmt && pen != (attr{}) {
+		sb.WriteString("\x1b[0m")
+	}
+	return sb.String()
+}
+
+func writeSGR(sb *strings.Builder, a attr) {
+	sb.WriteString("\x1b[0")
+	names := [...]string{"1", "2", "3", "4", "5", "7", "8", "9"}
+	for i, n := range names {
+		if a.fl&(1<<i) != 0 {
+			sb.WriteByte(';')
+			sb.WriteString(n)
+		}
+	}
+	writeColor(sb, a.fg, 30)
+	writeColor(sb, a.bg, 40)
+	sb.WriteByte('m')
+}
+
+func writeColor(sb *strings.Builder, c uint32, base int) {
+	switch c >> 24 {
+	case 1:
+		n := int(c & 0xff)
+		switch {
+		case n < 8:
+			sb.WriteString(";" + strconv.Itoa(base+n))
+		case n < 16:
+			sb.WriteString(";" + strconv.Itoa(base+60+n-8))
+		default:
+			sb.WriteString(";" + strconv.Itoa(base+8) + ";5;" + strconv.Itoa(n))
+		}
+	case 2:
+		sb.WriteString(";" + strconv.Itoa(base+8) + ";2;" +
+			strconv.Itoa(int(c>>16&0xff)) + ";" + strconv.Itoa(int(c>>8&0xff)) + ";" + strconv.Itoa(int(c&0xff)))
+	}
+}
+
+// cursorLine is the cursor's row up to the cursor, as text. Blanks before
+// the cursor are kept: a prompt's trailing space is part of it.
+func (st *state) cursorLine() string {
+	l := st.row(st.cur.y)
+	x := st.cur.x
+	if st.cur.pending {
+		x = st.cols
+	}
+	cells := l.cells
+	if len(cells) > x {
+		cells = cells[:x]
+	}
+	var sb strings.Builder
+	s := renderCells(&sb, l, cells, false, false)
+	if pad := x - len(cells); pad > 0 {
+		s += strings.Repeat(" ", pad)
+	}
+	return s
+}

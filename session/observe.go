@@ -1,0 +1,61 @@
+package session
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Observer receives every byte a session's terminal and stderr pipe
+// produce, in arrival order, whether a command runs or not. It is called
+// on the session's output path with the output lock held: it must copy
+// what it keeps and never block.
+type Observer func(stream Stream, p []byte)
+
+// observers is a copy-on-write list, so delivering to nobody costs one
+// atomic load.
+type observers struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]*Observer]
+}
+
+// Subscribe adds f to the session's observers until cancel is called.
+func (s *Session) Subscribe(f Observer) (cancel func()) {
+	o := &s.obs
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fp := &f
+	var next []*Observer
+	if cur := o.list.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, fp)
+	o.list.Store(&next)
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		cur := o.list.Load()
+		if cur == nil {
+			return
+		}
+		var next []*Observer
+		for _, g := range *cur {
+			if g != fp {
+				next = append(next, g)
+			}
+		}
+		o.list.Store(&next)
+	}
+}
+
+// observe hands p to the screen, the idle log and the observers. Called
+// with ioMu held.
+func (s *Session) observe(stream Stream, p []byte) {
+	if s.scr != nil {
+		_, _ = s.scr.Write(p)
+	}
+	if l := s.obs.list.Load(); l != nil {
+		for _, f := range *l {
+			(*f)(stream, p)
+		}
+	}
+}
