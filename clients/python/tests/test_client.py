@@ -128,6 +128,26 @@ class ClientCases:
 
     # ---- interactive (SPEC §8, §9) -------------------------------------
 
+    def test_session_output_keeps_background_output(self):
+        require_method(self, self.trl, "session.output", {"session_id": self.sid})
+        self.trl.run("(sleep 0.3; echo from-background) &", self.sid)
+        out = eventually(lambda: self._expect_in(self.trl.session_output(self.sid), "from-background"))
+        self.assertGreater(out.next, 0, out)
+
+    @staticmethod
+    def _expect_in(out, text):
+        if text not in out.data:
+            raise AssertionError("%r not in %r" % (text, out.data))
+        return out
+
+    def test_read_renders_text(self):
+        st = self.trl.stream("printf 'progress 10%%\\rprogress 100%%\\n'", self.sid)
+        st.wait()
+        raw = self.trl.read(st.stream_id)
+        self.assertIn("\r", raw.data)
+        text = self.trl.read(st.stream_id, render="text")
+        self.assertEqual(text.data, "progress 100%\n")
+
     def test_input_answers_a_prompt(self):
         require_method(self, self.trl, "exec.input", {"exec_id": "x-none", "input": ["x"]})
         r = self.trl.run("read -r x; echo got:$x", self.sid, yield_ms=10000, timeout_s=20)

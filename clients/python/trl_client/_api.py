@@ -105,10 +105,14 @@ class Methods:
                                                   stdin=stdin, env=env), on_output, on_stdout, on_stderr)
 
     def read(self, stream_id: Optional[str] = None, offset: int = 0, limit: Optional[int] = None,
-             stream: Optional[str] = None, *, exec_id: Optional[str] = None) -> Any:
-        """Read retained output of a stream (or, by ``exec_id``, a command) from ``offset``."""
+             stream: Optional[str] = None, *, exec_id: Optional[str] = None, render: Optional[str] = None) -> Any:
+        """Read retained output of a stream (or, by ``exec_id``, a command) from ``offset``.
+
+        ``render="text"`` returns it as a reader sees it (escapes gone,
+        ``\r`` redraws collapsed).
+        """
         return self._call("exec.read", params(stream_id=stream_id, exec_id=exec_id, offset=offset, limit=limit,
-                                              stream=stream))
+                                              stream=stream, render=render))
 
     def attach(self, stream_id: Optional[str] = None, offset: int = 0, stderr_offset: int = 0, *,
                exec_id: Optional[str] = None, on_output: Optional[Callable[[Any], Any]] = None,
@@ -153,6 +157,11 @@ class Methods:
         """What a person would see on the session's terminal (SPEC §9)."""
         return self._call("session.screen", params(session_id=session_id, scrollback_lines=scrollback_lines,
                                                    format=format))
+
+    def session_output(self, session_id: str, offset: int = 0, limit: Optional[int] = None,
+                       render: Optional[str] = None) -> Any:
+        """Output written while no command ran (background jobs), from ``offset``."""
+        return self._call("session.output", params(session_id=session_id, offset=offset, limit=limit, render=render))
 
     def resize(self, session_id: str, rows: int, cols: int) -> Any:
         """Set the session's terminal size (the program gets SIGWINCH)."""
