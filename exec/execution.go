@@ -105,9 +105,14 @@ func (e *Execution) watch(timeout time.Duration) {
 		// signal goes nowhere rather than to the next command.
 		steps := []func(){
 			func() {
-				if _, err := e.shell.Signal(e.job, unix.SIGINT); err == nil {
+				// Marked first, as in Cancel: the command may end before
+				// Signal returns.
+				e.mu.Lock()
+				e.timedOut = true
+				e.mu.Unlock()
+				if _, err := e.shell.Signal(e.job, unix.SIGINT); err != nil {
 					e.mu.Lock()
-					e.timedOut = true
+					e.timedOut = false
 					e.mu.Unlock()
 				}
 			},
@@ -149,10 +154,16 @@ func (e *Execution) finish() {
 // Cancel sends sig to the running command and marks it canceled. It
 // returns the signal actually sent (see session.Signal).
 func (e *Execution) Cancel(sig unix.Signal) (unix.Signal, error) {
+	// Marked before the signal is sent: the command may end (and finish
+	// read the flag) before Signal returns.
+	e.mu.Lock()
+	was := e.canceled
+	e.canceled = true
+	e.mu.Unlock()
 	sent, err := e.shell.Signal(e.job, sig)
-	if err == nil {
+	if err != nil {
 		e.mu.Lock()
-		e.canceled = true
+		e.canceled = was
 		e.mu.Unlock()
 	}
 	return sent, err

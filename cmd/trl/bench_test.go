@@ -76,7 +76,7 @@ func TestBenchQuick(t *testing.T) {
 	assert.NotNil(t, rep.Cancel["latency"])
 	levels, _ := rep.Parallel["levels"].([]any)
 	assert.Len(t, levels, 5, "1, 2, 4, 8 and 32 clients")
-	assert.Len(t, rep.Goals, 9)
+	assert.Len(t, rep.Goals, 11)
 }
 
 type benchPath struct {
