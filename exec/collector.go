@@ -189,3 +189,49 @@ func trimIncompleteStart(p []byte) []byte {
 	}
 	return p
 }
+
+// Since returns stream s's output from offset on, as far as the Collector
+// kept it, cut to at most max bytes (head and tail) on character
+// boundaries. start is the offset of the first byte returned; cut says
+// that bytes in between were not kept or did not fit. A command that
+// yields (SPEC §8) is asked this for each status.
+func (c *Collector) Since(s session.Stream, offset int64, max int) (data []byte, start, end int64, cut bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &c.streams[s]
+	end = st.total
+	head := int64(len(st.head))
+	tail := st.tail.bytes()
+	tailStart := st.total - int64(len(tail))
+	switch {
+	case offset >= st.total:
+		return nil, st.total, end, false
+	case offset < head:
+		data = append(data, st.head[offset:]...)
+		if tailStart > head {
+			cut = true
+		}
+		data = append(data, tail...)
+		start = offset
+	case offset >= tailStart:
+		data = append(data, tail[offset-tailStart:]...)
+		start = offset
+	default:
+		data = append(data, tail...)
+		start, cut = tailStart, true
+	}
+	if max > 0 && len(data) > max {
+		h := max / 2
+		data = append(trimIncompleteEnd(data[:h:h]), trimIncompleteStart(data[len(data)-(max-h):])...)
+		cut = true
+	}
+	return data, start, end, cut
+}
+
+// Truncated reports whether Result will be cut: more output arrived than
+// the budget holds.
+func (c *Collector) Truncated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.streams[0].total+c.streams[1].total > int64(c.max)
+}

@@ -50,6 +50,7 @@ var rpcCodes = map[Code]int{
 	CodeLimitExceeded:   -32007,
 	CodeStreamNotFound:  -32008,
 	CodeShuttingDown:    -32009,
+	CodeInvalidState:    -32010,
 }
 
 // RPCCode returns the JSON-RPC 2.0 error number for c.

@@ -59,6 +59,8 @@ type SessionInfo struct {
 	Rows        int     `json:"rows"`
 	Cols        int     `json:"cols"`
 	ExitCode    *int    `json:"exit_code,omitempty"`
+	// Command is the command running now (session.info only; SPEC §8).
+	Command *ExecSummary `json:"command,omitempty"`
 }
 
 // ExecParams are the parameters of exec.run and exec.stream.
@@ -73,6 +75,9 @@ type ExecParams struct {
 	// Render is "raw" (the default) or "text" (SPEC §9: escapes removed,
 	// redrawn lines collapsed); exec.run only.
 	Render string `json:"render"`
+	// YieldMS and Until are exec.run's wait options (SPEC §8).
+	YieldMS *int64    `json:"yield_ms"`
+	Until   *[]string `json:"until"`
 }
 
 // ExecResult is exec.run's result.
@@ -94,6 +99,7 @@ type ExecResult struct {
 // ExecCancelParams are exec.cancel's parameters. Signal is a name such as
 // "SIGINT" or "TERM", or a number.
 type ExecCancelParams struct {
+	ExecID    string          `json:"exec_id"`
 	SessionID string          `json:"session_id"`
 	Signal    json.RawMessage `json:"signal"`
 }

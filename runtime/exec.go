@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -40,30 +41,6 @@ func execRequest(p *protocol.ExecParams, s *session.Session) (exec.Request, erro
 	return r, r.Validate()
 }
 
-// launch starts r in s with its output going to sink, and hands the
-// execution to a goroutine that owns its end: it untracks it and, for a
-// stream, records the exit. onExit runs there too.
-func (rt *Runtime) launch(s *session.Session, r exec.Request, sink session.Sink, onExit func(exec.Exit)) (*exec.Execution, error) {
-	e, err := exec.Start(s, r, sink)
-	if err != nil {
-		return nil, err
-	}
-	rt.commands.Add(1)
-	rt.mu.Lock()
-	rt.running[s] = e
-	rt.mu.Unlock()
-	go func() {
-		<-e.Done()
-		rt.mu.Lock()
-		if rt.running[s] == e {
-			delete(rt.running, s)
-		}
-		rt.mu.Unlock()
-		onExit(e.Exit())
-	}()
-	return e, nil
-}
-
 // auditCommand writes the audit event of one command: who ran what where
 // and how it ended, never its output.
 func (rt *Runtime) auditCommand(s *session.Session, actor, method, command string, x exec.Exit, truncated bool) {
@@ -92,7 +69,7 @@ func cut(s string, n int) string {
 	return s[:n]
 }
 
-func (rt *Runtime) execRun(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
+func (rt *Runtime) execRun(ctx context.Context, call *protocol.Call) (*protocol.Reply, error) {
 	var p protocol.ExecParams
 	if err := protocol.DecodeParams(call.Params, &p); err != nil {
 		return nil, err
@@ -115,34 +92,58 @@ func (rt *Runtime) execRun(_ context.Context, call *protocol.Call) (*protocol.Re
 	if err != nil {
 		return nil, err
 	}
-	coll := exec.NewCollector(max)
-	done := make(chan exec.Exit, 1)
-	if _, err := rt.launch(s, r, coll, func(x exec.Exit) { done <- x }); err != nil {
+	u, err := parseUntil(p.Until)
+	if err != nil {
 		return nil, err
 	}
+	yield, err := yieldDuration(p.YieldMS, 0)
+	if err != nil {
+		return nil, err
+	}
+	coll := exec.NewCollector(max)
+	c, err := rt.launch(s, r, session.NewID("x-", 8), call.Method, coll, func(c *command, x exec.Exit) {
+		rt.auditCommand(s, call.Actor, call.Method, r.Command, x, coll.Truncated())
+		st := coll.Result()
+		recordCommand(call.Method, x, st.StdoutBytes, st.StderrBytes)
+	})
+	if err != nil {
+		return nil, rt.startError(s, err)
+	}
+	c.coll, c.max = coll, max
 	// The command runs to its end even if the caller goes away: a shell
-	// cannot be left half-way through a command.
-	x := <-done
-	out := coll.Result()
-	rt.auditCommand(s, call.Actor, call.Method, r.Command, x, out.Truncated)
-	recordCommand(call.Method, x, out.StdoutBytes, out.StderrBytes)
+	// cannot be left half-way through a command. Only a yield or an
+	// until event returns before the end (SPEC §8).
+	ev := rt.await(ctx, c, u, yield)
+	if ev.reason != protocol.ReasonExit {
+		return &protocol.Reply{Data: rt.status(c, ev, p.Render, true)}, nil
+	}
+	<-c.done
 	if rt.shuttingDown() {
 		return nil, session.ErrShuttingDown
 	}
-	stdout, _ := renderOutput(p.Render, out.Stdout)
-	stderr, _ := renderOutput(p.Render, out.Stderr)
-	res := protocol.ExecResult{
-		Stdout:        stdout,
-		Stderr:        stderr,
-		ExitCode:      x.ExitCode,
-		DurationMS:    x.Duration.Milliseconds(),
-		TimedOut:      x.TimedOut,
-		Canceled:      x.Canceled,
-		Truncated:     out.Truncated,
-		StdoutBytes:   out.StdoutBytes,
-		StderrBytes:   out.StderrBytes,
-		Cwd:           x.Cwd,
-		SessionExited: x.SessionExited,
+	rt.mu.Lock()
+	x, yielded := *c.exit, c.yielded
+	rt.mu.Unlock()
+	var res protocol.ExecStatus
+	if yielded {
+		res = rt.status(c, ev, p.Render, true)
+	} else {
+		out := coll.Result()
+		stdout, _ := renderOutput(p.Render, out.Stdout)
+		stderr, _ := renderOutput(p.Render, out.Stderr)
+		res = protocol.ExecStatus{
+			Stdout:      stdout,
+			Stderr:      stderr,
+			Truncated:   out.Truncated,
+			StdoutBytes: out.StdoutBytes,
+			StderrBytes: out.StderrBytes,
+			ExecID:      c.id,
+			SessionID:   s.ID(),
+		}
+		fillExit(&res, x)
+		rt.mu.Lock()
+		c.reported = true
+		rt.mu.Unlock()
 	}
 	if p.Check {
 		switch {
@@ -153,6 +154,15 @@ func (rt *Runtime) execRun(_ context.Context, call *protocol.Call) (*protocol.Re
 		}
 	}
 	return &protocol.Reply{Data: res}, nil
+}
+
+// startError turns a refused start into the error a client sees: a busy
+// session carries its running command's status (SPEC §8).
+func (rt *Runtime) startError(s *session.Session, err error) error {
+	if errors.Is(err, session.ErrBusy) {
+		return rt.busyError(s, err)
+	}
+	return err
 }
 
 func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
@@ -175,18 +185,19 @@ func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol
 		return nil, err
 	}
 	st := rt.streams.New(s.ID())
-	_, err = rt.launch(s, r, st, func(x exec.Exit) {
+	c, err := rt.launch(s, r, st.ID, call.Method, st, func(_ *command, x exec.Exit) {
 		rt.streams.Finish(st, x)
 		rt.auditCommand(s, call.Actor, call.Method, r.Command, x, false)
 		recordStream(call.Method, st, x)
 	})
 	if err != nil {
 		rt.streams.Drop(st)
-		return nil, err
+		return nil, rt.startError(s, err)
 	}
+	c.st, c.max = st, exec.DefaultMaxOutput
 	reader := st.NewReader(0, 0)
 	return &protocol.Reply{
-		Data:   map[string]any{"stream_id": st.ID, "session_id": s.ID()},
+		Data:   map[string]any{"stream_id": st.ID, "session_id": s.ID(), "exec_id": st.ID},
 		Follow: func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) },
 	}, nil
 }
@@ -244,6 +255,7 @@ func bytesView(b []byte) string {
 
 type readParams struct {
 	StreamID string `json:"stream_id"`
+	ExecID   string `json:"exec_id"`
 	Stream   string `json:"stream"`
 	Offset   int64  `json:"offset"`
 	Limit    int    `json:"limit"`
@@ -255,9 +267,16 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 	if err := protocol.DecodeParams(call.Params, &p); err != nil {
 		return nil, err
 	}
-	st, err := rt.stream(p.StreamID)
-	if err != nil {
-		return nil, err
+	var c *command
+	if p.StreamID == "" && p.ExecID != "" {
+		// An exec.run command's output, kept head and tail (SPEC §8).
+		var err error
+		if c, err = rt.lookupExec(p.ExecID); err != nil {
+			return nil, err
+		}
+		if c.st != nil {
+			p.StreamID = c.st.ID
+		}
 	}
 	which, err := streamName(p.Stream)
 	if err != nil {
@@ -273,6 +292,36 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "limit must be between 1 and %d bytes", 16<<20)
 	}
 	if err := checkRender(p.Render); err != nil {
+		return nil, err
+	}
+	if c != nil && c.coll != nil {
+		data, start, end, _ := c.coll.Since(which, p.Offset, 0)
+		if len(data) > p.Limit {
+			data = data[:p.Limit]
+		}
+		text, _ := renderOutput(p.Render, data)
+		var lost int64
+		if start > p.Offset {
+			lost = start - p.Offset
+		}
+		finished := false
+		select {
+		case <-c.done:
+			finished = true
+		default:
+		}
+		return &protocol.Reply{Data: map[string]any{
+			"exec_id":    c.id,
+			"stream":     which.String(),
+			"data":       text,
+			"offset":     start,
+			"length":     len(data),
+			"complete":   finished && start+int64(len(data)) >= end,
+			"lost_bytes": lost,
+		}}, nil
+	}
+	st, err := rt.stream(p.StreamID)
+	if err != nil {
 		return nil, err
 	}
 	data, start, lost, complete := st.ReadAt(which, p.Offset, p.Limit)
@@ -340,21 +389,30 @@ func (rt *Runtime) execCancel(_ context.Context, call *protocol.Call) (*protocol
 	if err != nil {
 		return nil, err
 	}
-	ref := p.SessionID
-	if ref == "" {
-		ref = session.DefaultName
+	var c *command
+	if p.ExecID != "" {
+		if c, err = rt.lookupExec(p.ExecID); err != nil {
+			return nil, err
+		}
+		select {
+		case <-c.done:
+			return &protocol.Reply{Data: map[string]any{"canceled": false}}, nil
+		default:
+		}
+	} else {
+		ref := p.SessionID
+		if ref == "" {
+			ref = session.DefaultName
+		}
+		s, err := rt.sessions.Get(ref)
+		if err != nil {
+			return nil, err
+		}
+		if c = rt.current(s); c == nil {
+			return &protocol.Reply{Data: map[string]any{"canceled": false}}, nil
+		}
 	}
-	s, err := rt.sessions.Get(ref)
-	if err != nil {
-		return nil, err
-	}
-	rt.mu.Lock()
-	e := rt.running[s]
-	rt.mu.Unlock()
-	if e == nil {
-		return &protocol.Reply{Data: map[string]any{"canceled": false}}, nil
-	}
-	sent, err := e.Cancel(sig)
+	sent, err := c.e.Cancel(sig)
 	if err == session.ErrNoForeground {
 		return &protocol.Reply{Data: map[string]any{"canceled": false}}, nil
 	}

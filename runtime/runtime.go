@@ -40,10 +40,14 @@ type Runtime struct {
 	started  time.Time
 	commands atomic.Int64
 
-	mu      sync.Mutex
-	running map[*session.Session]*exec.Execution
-	closing bool
-	calls   sync.WaitGroup
+	mu sync.Mutex
+	// The registry of commands (see command): by session while they
+	// run, by exec_id while they run and for a while after.
+	running  map[*session.Session]*command
+	cmds     map[string]*command
+	finished []*command
+	closing  bool
+	calls    sync.WaitGroup
 }
 
 // New returns a Runtime with no sessions.
@@ -59,7 +63,8 @@ func New(opts Options) *Runtime {
 		sessions: session.NewManager(opts.Sessions),
 		streams:  exec.NewStreams(opts.Streams),
 		started:  time.Now(),
-		running:  map[*session.Session]*exec.Execution{},
+		running:  map[*session.Session]*command{},
+		cmds:     map[string]*command{},
 	}
 	if opts.Audit != nil {
 		rt.audit = *opts.Audit
@@ -79,6 +84,9 @@ var methods = map[string]handlerFunc{
 	protocol.MethodExecRead:       (*Runtime).execRead,
 	protocol.MethodExecAttach:     (*Runtime).execAttach,
 	protocol.MethodExecCancel:     (*Runtime).execCancel,
+	protocol.MethodExecInput:      (*Runtime).execInput,
+	protocol.MethodExecWait:       (*Runtime).execWait,
+	protocol.MethodExecList:       (*Runtime).execList,
 	protocol.MethodSessionScreen:  (*Runtime).sessionScreen,
 	protocol.MethodSessionResize:  (*Runtime).sessionResize,
 	protocol.MethodSessionOutput:  (*Runtime).sessionOutput,
@@ -90,7 +98,7 @@ var methods = map[string]handlerFunc{
 func (rt *Runtime) Handle(ctx context.Context, call *protocol.Call) (*protocol.Reply, error) {
 	h, ok := methods[call.Method]
 	if !ok {
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q; methods are session.create, session.list, session.info, session.destroy, session.screen, session.resize, session.output, exec.run, exec.stream, exec.read, exec.attach, exec.cancel, system.ping, system.stats", clip(call.Method, 64))
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q; methods are session.create, session.list, session.info, session.destroy, session.screen, session.resize, session.output, exec.run, exec.stream, exec.read, exec.attach, exec.cancel, exec.input, exec.wait, exec.list, system.ping, system.stats", clip(call.Method, 64))
 	}
 	rt.mu.Lock()
 	if rt.closing {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +76,17 @@ func TestRenderText(t *testing.T) {
 	require.Equal(t, protocol.CodeInvalidParams, perr.Code)
 	_, perr = callJSON(t, rt, "exec.stream", map[string]any{"command": "true", "render": "text"})
 	require.NotNil(t, perr)
+}
+
+func TestExecReadRenderText(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	id, reply := stream(t, rt, map[string]any{"command": `printf 'a 10%%\ra 100%%\n\033[1mb\033[0m\n'`})
+	collect(t, context.Background(), reply)
+	raw := mustCall(t, rt, "exec.read", map[string]any{"stream_id": id})
+	require.Contains(t, raw["data"], "\r")
+	text := mustCall(t, rt, "exec.read", map[string]any{"stream_id": id, "render": "text"})
+	require.Equal(t, "a 100%\nb\n", text["data"])
+	_, perr := callJSON(t, rt, "exec.read", map[string]any{"stream_id": id, "render": "bogus"})
+	require.NotNil(t, perr)
+	require.Equal(t, protocol.CodeInvalidParams, perr.Code)
 }

@@ -102,7 +102,12 @@ func (rt *Runtime) sessionInfo(_ context.Context, call *protocol.Call) (*protoco
 	if err != nil {
 		return nil, err
 	}
-	return &protocol.Reply{Data: info(s)}, nil
+	in := info(s)
+	if c := rt.current(s); c != nil {
+		sum := rt.summary(c)
+		in.Command = &sum
+	}
+	return &protocol.Reply{Data: in}, nil
 }
 
 func (rt *Runtime) sessionDestroy(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {

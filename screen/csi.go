@@ -157,6 +157,8 @@ func (st *state) privateCSI(final byte, ps ansi.Params) {
 			st.autowrap = on
 		case 25:
 			st.hidden = !on
+		case 2004:
+			st.bracketedPaste = on
 		case 47, 1047:
 			if !on && st.alt && ps[i].Param(0) == 1047 {
 				st.altg = newGrid(st.rows)
@@ -427,11 +429,23 @@ func (st *state) esc(cmd ansi.Cmd) {
 		st.setTab(c.x, true)
 	case 'c':
 		st.reset()
+	case '=':
+		st.appKeypad = true
+	case '>':
+		st.appKeypad = false
 	}
 }
 
 func (st *state) osc(cmd int, data []byte) {
 	switch cmd {
+	case 10, 11:
+		// Colour queries (programs pick a light or dark theme from the
+		// answer, some waiting for it): a light grey on black terminal.
+		if string(data) == "10;?" {
+			st.reply([]byte("\x1b]10;rgb:c0c0/c0c0/c0c0\x1b\\")...)
+		} else if string(data) == "11;?" {
+			st.reply([]byte("\x1b]11;rgb:0000/0000/0000\x1b\\")...)
+		}
 	case 0, 2:
 		// data is "N;title".
 		for i, b := range data {

@@ -13,15 +13,16 @@
 // shows for the same bytes, and each candidate's visible text was compared
 // with tmux's (testdata/screens/compare, a module of its own):
 //
-//	emulator                          cases equal to tmux (of 9)
-//	this package (x/ansi parser)      9
-//	hinshun/vt10x                     7   vim, wide: wide characters
-//	vito/midterm v0.2.4               6   vim, wide, resize
-//	tonistiigi/vt100                  3   also top, top -b, vim's exit
+//	emulator                          cases equal to tmux (of 13)
+//	this package (x/ansi parser)      13
+//	hinshun/vt10x                     8   bash, vim, wide: wide characters; no re-wrap on resize
+//	vito/midterm v0.2.4               7   the same, and top's resize
+//	tonistiigi/vt100                  4   also top, top -b, vim's exit
 //
 // The libraries place a wide character in one cell and the next character
 // right after it, so CJK and emoji lines are misdrawn and everything after
-// them on the row shifts. The golden test (TestGolden) holds this package
+// them on the row shifts; none re-wraps wrapped lines when the width
+// changes, as tmux does (reflow.go). The golden test (TestGolden) holds this package
 // to exact equality with tmux on every case, including the cursor,
 // alt-screen flag, title and scrollback.
 //

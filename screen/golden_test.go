@@ -9,7 +9,10 @@ import (
 	"testing"
 )
 
-var recordFlag = flag.Bool("record", false, "re-record testdata/screens from real programs and tmux")
+var (
+	recordFlag = flag.Bool("record", false, "re-record testdata/screens from real programs and tmux")
+	recordOnly = flag.String("record-case", "", "with -record, re-record only this case")
+)
 
 func loadCase(t testing.TB, name string) ([]byte, want) {
 	t.Helper()

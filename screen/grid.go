@@ -46,6 +46,10 @@ type line struct {
 	cells   []cell
 	comb    []string
 	wrapped bool
+	// plain holds a scrollback row that is plain text (no renditions,
+	// combining marks or wide characters) as UTF-8 instead of cells: a
+	// sixteenth of the memory for most of what scrolls by.
+	plain string
 }
 
 // grow makes the row at least n cells long. A new array gets room for

@@ -4,11 +4,12 @@ import "bytes"
 
 // hasQuery reports whether tail+p may hold a terminal query a program
 // waits on (DSR "CSI 5 n" / "CSI 6 n" / "CSI ? 6 n", primary and secondary
-// device attributes "CSI c" / "CSI > c"), so Write parses at once and the
+// device attributes "CSI c" / "CSI > c", the colour queries "OSC 10;?" and
+// "OSC 11;?"), so Write parses at once and the
 // answer goes out without waiting for a reader. False positives only cost
 // an early parse.
 func hasQuery(tail, p []byte) bool {
-	if bytes.IndexByte(p, 'n') < 0 && bytes.IndexByte(p, 'c') < 0 {
+	if bytes.IndexByte(p, 'n') < 0 && bytes.IndexByte(p, 'c') < 0 && bytes.IndexByte(p, '?') < 0 {
 		return false
 	}
 	if bytes.IndexByte(p, 0x1b) < 0 && bytes.IndexByte(tail, 0x1b) < 0 {
@@ -25,6 +26,9 @@ func hasQuery(tail, p []byte) bool {
 }
 
 func scanQuery(b []byte) bool {
+	if bytes.Contains(b, []byte("\x1b]10;?")) || bytes.Contains(b, []byte("\x1b]11;?")) {
+		return true
+	}
 	for {
 		i := bytes.Index(b, []byte("\x1b["))
 		if i < 0 {

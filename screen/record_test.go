@@ -83,6 +83,22 @@ func recCases(dir string) []recCase {
 		}},
 		{"progress", []string{"bash", filepath.Join(dir, "progress.sh")}, []step{{wait: 8000 * ms}}},
 		{"wide", []string{"bash", filepath.Join(dir, "wide.sh")}, []step{{wait: 1000 * ms}}},
+		{"bash", []string{"bash", "--norc", "--noprofile", "-i"}, []step{
+			{wait: 800 * ms}, {input: "PS1='\\[\\e[1;34m\\]demo\\[\\e[0m\\]$ '\r"}, {wait: 200 * ms, input: "echo one two three\r"},
+			{wait: 200 * ms, input: "\x1b[A\x1b[D\x1b[D\x1b[D\x1b[D\x1b[Dxx\r"}, {wait: 200 * ms, input: "printf '%s\\n' 日本語 ✓ é\r"},
+			{wait: 200 * ms, input: "echo a long line that will wrap past the right margin of an eighty column terminal, yes\r"},
+			{wait: 200 * ms, input: "for i in 1 2 3; do echo $i; done\r"}, {wait: 200 * ms, input: "ech\t"}, {wait: 300 * ms, input: " tab\x01# \r"},
+			{wait: 200 * ms, input: "partial input\x17\x17line"}, {wait: 800 * ms},
+		}},
+		{"resize-text", []string{"bash", filepath.Join(dir, "resize.sh")}, []step{
+			{wait: 1000 * ms}, {resize: [2]int{20, 50}}, {wait: 1500 * ms},
+		}},
+		{"resize-wider", []string{"bash", filepath.Join(dir, "resize.sh")}, []step{
+			{wait: 1000 * ms}, {resize: [2]int{26, 120}}, {wait: 1500 * ms},
+		}},
+		{"resize-clear", []string{"bash", filepath.Join(dir, "resize-clear.sh")}, []step{
+			{wait: 1000 * ms}, {resize: [2]int{24, 60}}, {wait: 1500 * ms},
+		}},
 		{"resize", []string{"top", "-d", "10"}, []step{
 			{wait: 1500 * ms}, {resize: [2]int{30, 100}}, {wait: 1500 * ms},
 		}},
@@ -221,6 +237,9 @@ func writeCorpus(t *testing.T) {
 		}
 	}
 	for _, c := range recCases(dir) {
+		if *recordOnly != "" && c.name != *recordOnly {
+			continue
+		}
 		data, meta := record(t, c)
 		w := tmuxReplay(t, c.name, data, meta)
 		var js bytes.Buffer

@@ -233,6 +233,13 @@ func (s *Screen) parse() *state {
 	return s.st
 }
 
+// idle reports whether no bytes wait to be parsed.
+func (s *Screen) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending) == 0
+}
+
 // Snapshot parses what is pending and returns the screen.
 func (s *Screen) Snapshot(o SnapshotOptions) Snapshot {
 	s.pmu.Lock()
@@ -277,6 +284,24 @@ func (s *Screen) CursorLine() string {
 	return s.parse().cursorLine()
 }
 
+// Modes are the input modes a program set, which decide how keys sent to
+// it are encoded: application cursor keys (DECCKM, "ESC O A" for Up
+// rather than "ESC [ A"), application keypad, bracketed paste.
+type Modes struct {
+	AppCursor, AppKeypad, BracketedPaste bool
+}
+
+// Modes returns the input modes in force.
+func (s *Screen) Modes() Modes {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	if s.st == nil && s.idle() {
+		return Modes{}
+	}
+	st := s.parse()
+	return Modes{AppCursor: st.appCursor, AppKeypad: st.appKeypad, BracketedPaste: st.bracketedPaste}
+}
+
 // AltScreen reports whether the alternate screen is on.
 func (s *Screen) AltScreen() bool {
 	s.pmu.Lock()
@@ -292,10 +317,10 @@ func (s *Screen) AltScreen() bool {
 func (s *Screen) LeaveAltScreen() {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
-	st := s.parse()
-	if st != s.st {
-		return // nothing was ever written
+	if s.st == nil && s.idle() {
+		return // nothing was ever written: nothing to build
 	}
+	st := s.parse()
 	if st.alt {
 		st.setAlt(false, true)
 		st.cur = st.saved1049

@@ -18,6 +18,7 @@ func TestQueriesAnsweredAtOnce(t *testing.T) {
 		{"status", "\x1b[5n", "\x1b[0n"},
 		{"primary DA", "\x1b[c", "\x1b[?1;2c"},
 		{"secondary DA", "\x1b[>c", "\x1b[>84;0;0c"},
+		{"background colour", "\x1b]11;?\x07", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
 		{"split across writes", "\x1b[", "6n"},
 	}
 	for _, c := range cases {
@@ -268,5 +269,68 @@ func BenchmarkParse(b *testing.B) {
 		s.pmu.Lock()
 		s.parse()
 		s.pmu.Unlock()
+	}
+}
+
+// TestPlainScrollbackIsCompact: plain text that scrolls by is kept as
+// text, not cells, so a full scrollback of it costs about its length.
+func TestPlainScrollbackIsCompact(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := New(Options{Rows: 24, Cols: 80, Scrollback: 1000})
+	for i := range 1100 {
+		_, _ = s.Write([]byte(strings.Repeat(string(rune('a'+i%26)), 60) + "\r\n"))
+	}
+	snap := s.Snapshot(SnapshotOptions{ScrollbackLines: 1000})
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(s)
+	if got := float64(after.HeapAlloc) - float64(before.HeapAlloc); got > 200<<10 {
+		t.Errorf("1,000 lines of 60 characters of scrollback hold %.0f bytes", got)
+	}
+	if len(snap.Lines) != 1024 || snap.Lines[0] != strings.Repeat(string(rune('a'+77%26)), 60) {
+		t.Fatalf("%d lines, first %q", len(snap.Lines), snap.Lines[0])
+	}
+	// Rows brought back from the scrollback by a resize are cells again.
+	s.Resize(30, 80)
+	_, _ = s.Write([]byte("\x1b[1;3Hxy"))
+	// Six rows come back: the first is line 1071.
+	f := string(rune('a' + 1071%26))
+	if got := s.Snapshot(SnapshotOptions{}).Lines[0]; got != f+f+"xy"+strings.Repeat(f, 56) {
+		t.Fatalf("row 0 after a resize and an edit: %q", got)
+	}
+}
+
+// TestCombiningMarksBounded: a row redrawn over and over with combining
+// marks keeps only the marks still on screen.
+func TestCombiningMarksBounded(t *testing.T) {
+	s := New(Options{Rows: 2, Cols: 10})
+	for range 10000 {
+		_, _ = s.Write([]byte("\re\u0301a\u0300"))
+	}
+	if got := text(s)[0]; got != "e\u0301a\u0300" {
+		t.Fatalf("row 0 %q", got)
+	}
+	s.pmu.Lock()
+	n := len(s.st.main.lines[0].comb)
+	s.pmu.Unlock()
+	if n > 2*10+8 {
+		t.Fatalf("%d combining entries kept for a 10-column row", n)
+	}
+}
+
+func TestModes(t *testing.T) {
+	s := New(Options{})
+	if s.Modes() != (Modes{}) {
+		t.Fatalf("modes of a fresh screen: %+v", s.Modes())
+	}
+	_, _ = s.Write([]byte("\x1b[?1h\x1b=\x1b[?2004h"))
+	if got := s.Modes(); got != (Modes{AppCursor: true, AppKeypad: true, BracketedPaste: true}) {
+		t.Fatalf("modes %+v", got)
+	}
+	_, _ = s.Write([]byte("\x1b[?1l\x1b>\x1b[?2004l"))
+	if got := s.Modes(); got != (Modes{}) {
+		t.Fatalf("modes after reset %+v", got)
 	}
 }

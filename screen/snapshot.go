@@ -38,6 +38,12 @@ func (st *state) snapshot(o SnapshotOptions) Snapshot {
 // each change of rendition is written as an SGR sequence and a row that
 // ends styled ends with a reset.
 func renderLine(sb *strings.Builder, l *line, ansiFmt bool) string {
+	if l.plain != "" {
+		if ansiFmt {
+			return l.plain
+		}
+		return strings.TrimRight(l.plain, " ")
+	}
 	return renderCells(sb, l, l.trimmed(), ansiFmt, !ansiFmt)
 }
 

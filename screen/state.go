@@ -31,6 +31,7 @@ type state struct {
 
 	autowrap, insert, hidden, appCursor bool
 	newlineCR                           bool
+	bracketedPaste, appKeypad           bool
 
 	p       *ansi.Parser
 	replies *[]byte
@@ -62,6 +63,7 @@ func (st *state) reset() {
 	st.tabs = nil
 	st.title = ""
 	st.autowrap, st.insert, st.hidden, st.appCursor = true, false, false, false
+	st.bracketedPaste, st.appKeypad = false, false
 }
 
 // resetModes undoes what a program killed mid-run may leave behind that
@@ -100,7 +102,12 @@ func (st *state) g() *grid {
 
 func (st *state) row(y int) *line { return &st.g().lines[y] }
 
-func (st *state) reply(b ...byte) { *st.replies = append(*st.replies, b...) }
+// reply queues an answer; a flood of queries gets at most 64 KiB of them.
+func (st *state) reply(b ...byte) {
+	if len(*st.replies)+len(b) <= 64<<10 {
+		*st.replies = append(*st.replies, b...)
+	}
+}
 
 // print writes one character at the cursor.
 func (st *state) print(r rune) {
@@ -160,6 +167,9 @@ func (st *state) combine(r rune) {
 	}
 	cl := &l.cells[x]
 	if cl.cm == 0 {
+		if len(l.comb) >= 2*len(l.cells)+8 {
+			l.compactComb()
+		}
 		if len(l.comb) >= 0xffff {
 			return
 		}
@@ -170,6 +180,19 @@ func (st *state) combine(r rune) {
 	if len(l.comb[cl.cm-1]) < 32 {
 		l.comb[cl.cm-1] += string(r)
 	}
+}
+
+// compactComb drops the combining marks of cells since overwritten, so a
+// row redrawn forever does not collect them forever.
+func (l *line) compactComb() {
+	var keep []string
+	for i := range l.cells {
+		if c := &l.cells[i]; c.cm != 0 && int(c.cm) <= len(l.comb) {
+			keep = append(keep, l.comb[c.cm-1])
+			c.cm = uint16(len(keep))
+		}
+	}
+	l.comb = keep
 }
 
 func (st *state) execute(b byte) {
@@ -234,11 +257,23 @@ func (st *state) scrollUp(top, bot, n int) {
 			st.hist.push(&g.lines[i])
 		}
 	}
+	// The rows leaving are copied to the scrollback (or dropped): their
+	// arrays are reused for the rows coming in, so scrolling output does
+	// not allocate a row per line.
+	var spare [4][]cell
+	for i := 0; i < min(n, len(spare)); i++ {
+		spare[i] = g.lines[top+i].cells
+	}
 	for i := top; i <= bot-n; i++ {
 		g.lines[i] = g.lines[i+n]
 	}
 	for i := bot - n + 1; i <= bot; i++ {
 		g.lines[i] = line{}
+		if k := i - (bot - n + 1); k < len(spare) && cap(spare[k]) > 0 {
+			c := spare[k][:cap(spare[k])]
+			clear(c)
+			g.lines[i].cells = c[:0]
+		}
 		g.lines[i].clear(0, st.cols, st.cur.pen)
 	}
 }
@@ -373,6 +408,9 @@ func (st *state) resize(rows, cols int) {
 	if rows == st.rows && cols == st.cols {
 		return
 	}
+	if cols != st.cols && !st.alt {
+		st.reflow(cols)
+	}
 	st.resizeGrid(&st.main, rows, cols, !st.alt)
 	if st.alt {
 		st.resizeGrid(&st.altg, rows, cols, true)
@@ -435,9 +473,6 @@ func (st *state) resizeGrid(g *grid, rows, cols int, active bool) {
 			if l.cells[cols-1].w == 2 {
 				l.cells[cols-1] = cell{bg: l.cells[cols-1].bg}
 			}
-		}
-		if l.wrapped && len(l.cells) < cols {
-			l.wrapped = false
 		}
 	}
 	cy = max(0, min(cy, rows-1))

@@ -206,7 +206,12 @@ func configureTerminal(pts *os.File, rows, cols int) error {
 			ioErr = e
 			return
 		}
-		t.Lflag &^= unix.ECHO | unix.ECHOE | unix.ECHOK | unix.ECHONL | unix.ECHOCTL
+		// Commands arrive through a pipe, so echo never shows them; it
+		// shows what exec.input types, as a terminal does, and tells a
+		// line prompt from a password prompt (SPEC §8). ECHOCTL is off so
+		// that a typed control key does not print as ^X.
+		t.Lflag |= unix.ECHO | unix.ECHOE | unix.ECHOK
+		t.Lflag &^= unix.ECHONL | unix.ECHOCTL
 		t.Oflag &^= unix.ONLCR
 		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, t); e != nil {
 			ioErr = e

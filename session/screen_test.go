@@ -67,6 +67,7 @@ func TestScreenOfVi(t *testing.T) {
 	require.NoError(t, err)
 	snap := waitScreen(t, s, "vim with the file", screenHas("second line"))
 	require.True(t, snap.AltScreen, "vim uses the alternate screen")
+	require.True(t, s.Screen().Modes().AppCursor, "vim asks for application cursor keys")
 	require.Equal(t, 24, len(snap.Lines))
 	typeKeys(t, s, "ggOhello from the screen\x1b")
 	snap = waitScreen(t, s, "the typed line", screenHas("hello from the screen"))
@@ -76,6 +77,7 @@ func TestScreenOfVi(t *testing.T) {
 	typeKeys(t, s, ":q!\r")
 	waitJob(t, j)
 	snap = waitScreen(t, s, "the main screen again", func(s screen.Snapshot) bool { return !s.AltScreen })
+	require.False(t, s.Screen().Modes().AppCursor, "vim restored normal cursor keys")
 	require.Equal(t, "before vi", snap.Lines[0])
 }
 
@@ -188,4 +190,26 @@ func TestSubscribe(t *testing.T) {
 	require.Contains(t, got.out.String(), "seen\n")
 	require.Contains(t, got.out.String(), "err\n")
 	require.NotContains(t, got.out.String(), "unseen")
+}
+
+// TestPromptOnStderrInCursorLine: read -p writes its prompt to stderr; the
+// screen has it at the cursor, where §8's waiting prompt is read from.
+func TestPromptOnStderrInCursorLine(t *testing.T) {
+	needTool(t, "bash")
+	m := newManager(t)
+	s, err := m.Create(Config{Shell: "/bin/sh"})
+	require.NoError(t, err)
+	k := &sink{}
+	j, err := s.Start(Command{Text: `bash -c 'read -p "Continue? [Y/n] " x; echo "got $x"'`}, k)
+	require.NoError(t, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Screen().CursorLine() != "Continue? [Y/n] " {
+		if time.Now().After(deadline) {
+			t.Fatalf("cursor line %q", s.Screen().CursorLine())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	typeKeys(t, s, "y\n")
+	waitJob(t, j)
+	require.Contains(t, k.out.String(), "got y")
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/internal/termwait"
 	"github.com/trl-project/trl/screen"
 	"golang.org/x/sys/unix"
 )
@@ -80,6 +81,11 @@ type Session struct {
 	exited  chan struct{} // closed when the shell has been reaped
 	closed  chan struct{} // closed when Close has released everything
 	readers sync.WaitGroup
+
+	// tw samples the terminal for input waits (SPEC §8), made on first use.
+	twOnce sync.Once
+	tw     *termwait.Terminal
+	twErr  error
 }
 
 // Job is one command running in a session.

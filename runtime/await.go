@@ -1,0 +1,255 @@
+package runtime
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trl-project/trl/internal/termwait"
+	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/render"
+	"github.com/trl-project/trl/session"
+)
+
+// Input-wait sampling (SPEC §8): the terminal is inspected only once a
+// command's output has been quiet for firstProbe, then at growing
+// intervals up to maxProbe while it stays quiet, so a busy command and an
+// idle session cost nothing and a prompt is told within about 250 ms.
+const (
+	firstProbe = 2 * time.Millisecond
+	maxProbe   = 200 * time.Millisecond
+	// afterInput is how long after typing the terminal is not sampled
+	// unless output came: the program may not have read the input yet.
+	afterInput = 40 * time.Millisecond
+	// tuiConfirm is how long a full-screen program must go on waiting,
+	// silent, to count as waiting for input.
+	tuiConfirm = 100 * time.Millisecond
+	// multiTick is how often a wait on several commands looks at them.
+	multiTick = 20 * time.Millisecond
+)
+
+// until is the set of events that end a wait besides the exit.
+type until struct {
+	input bool
+	match *regexp.Regexp
+	quiet time.Duration
+}
+
+// parseUntil reads until: nil means the default, ["input"].
+func parseUntil(list *[]string) (until, error) {
+	if list == nil {
+		return until{input: true}, nil
+	}
+	var u until
+	for _, ev := range *list {
+		switch {
+		case ev == "input":
+			u.input = true
+		case strings.HasPrefix(ev, "match:"):
+			re, err := regexp.Compile(ev[len("match:"):])
+			if err != nil {
+				return u, protocol.Errorf(protocol.CodeInvalidParams, "until %q: not an RE2 regular expression: %v", clip(ev, 64), err)
+			}
+			u.match = re
+		case strings.HasPrefix(ev, "quiet:"):
+			ms, err := strconv.ParseInt(ev[len("quiet:"):], 10, 64)
+			if err != nil || ms < 1 || ms > 3_600_000 {
+				return u, protocol.Errorf(protocol.CodeInvalidParams, "until %q: quiet takes milliseconds from 1 to 3600000, e.g. \"quiet:500\"", clip(ev, 64))
+			}
+			u.quiet = time.Duration(ms) * time.Millisecond
+		default:
+			return u, protocol.Errorf(protocol.CodeInvalidParams, "until %q is not an event; use \"input\", \"match:<RE2>\" or \"quiet:<ms>\"", clip(ev, 64))
+		}
+	}
+	return u, nil
+}
+
+// yieldDuration reads yield_ms: nil means def; the bound is ten minutes.
+func yieldDuration(ms *int64, def time.Duration) (time.Duration, error) {
+	if ms == nil {
+		return def, nil
+	}
+	if *ms < 0 || *ms > 600_000 {
+		return 0, protocol.Errorf(protocol.CodeInvalidParams, "yield_ms must be between 0 and 600000 (0: no yield)")
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
+}
+
+// event is why a wait ended.
+type event struct {
+	reason string // protocol.Reason*; "" means nothing happened yet
+	input  *protocol.InputWait
+}
+
+// probe keeps the sampling schedule of one command during one wait.
+type probe struct {
+	last  time.Time // output time the schedule started from
+	every time.Duration
+	at    time.Time // next sample
+	seen  bool      // the last sample saw a full-screen program waiting
+}
+
+// check looks at c once: exited, or one of u's events, or nothing; next
+// is when to look again without new output (zero: only on output).
+func (rt *Runtime) check(c *command, u until, pr *probe, now time.Time) (ev event, next time.Time) {
+	select {
+	case <-c.done:
+		return event{reason: protocol.ReasonExit}, time.Time{}
+	default:
+	}
+	act := c.watch.Activity()
+	rt.mu.Lock()
+	inputAt := c.inputAt
+	sent := c.sent
+	rt.mu.Unlock()
+	if u.match != nil && rt.matches(c, u.match, sent) {
+		return event{reason: protocol.ReasonMatch}, time.Time{}
+	}
+	if u.quiet > 0 {
+		q := act.Last.Add(u.quiet)
+		if inputAt.After(act.Last) {
+			q = inputAt.Add(u.quiet)
+		}
+		if !now.Before(q) {
+			return event{reason: protocol.ReasonQuiet}, time.Time{}
+		}
+		next = q
+	}
+	if u.input {
+		if !act.Last.Equal(pr.last) || pr.at.IsZero() {
+			pr.last, pr.every, pr.seen = act.Last, firstProbe, false
+			pr.at = act.Last.Add(firstProbe)
+			if t := inputAt.Add(afterInput); inputAt.After(act.Last) && t.After(pr.at) {
+				pr.at = t
+			}
+		}
+		if !now.Before(pr.at) {
+			in := rt.inputWait(c)
+			switch {
+			case in != nil && (in.Kind != string(termwait.KindTUI) || pr.seen):
+				return event{reason: protocol.ReasonInput, input: in}, time.Time{}
+			case in != nil:
+				// A full-screen program also reads the terminal, with a
+				// timeout, while it redraws or exits: it waits for input
+				// only if it still does tuiConfirm later, with no output
+				// between (output restarts the schedule).
+				pr.seen = true
+				pr.at = now.Add(tuiConfirm)
+			default:
+				pr.seen = false
+				pr.every = min(pr.every*2, maxProbe)
+				pr.at = now.Add(pr.every)
+			}
+		}
+		if next.IsZero() || pr.at.Before(next) {
+			next = pr.at
+		}
+	}
+	return event{}, next
+}
+
+// inputWait samples c's terminal: nil unless its foreground job waits
+// for terminal input.
+func (rt *Runtime) inputWait(c *command) *protocol.InputWait {
+	st, err := c.s.InputWait()
+	if err != nil || !st.Waiting {
+		return nil
+	}
+	// The prompt is the screen's cursor row up to the cursor; a
+	// full-screen program's cursor may sit anywhere, and its prompt is
+	// that row's text as it is.
+	prompt := c.s.Screen().CursorLine()
+	if prompt == "" && st.Kind != termwait.KindTUI {
+		prompt = render.Text([]byte(c.watch.Activity().Prompt))
+	}
+	return &protocol.InputWait{
+		Kind:       string(st.Kind),
+		Prompt:     prompt,
+		Reader:     protocol.Reader{PID: st.Reader.Pid, Comm: st.Reader.Comm},
+		Confidence: string(st.Confidence),
+	}
+}
+
+// matches reports whether the output since the last status matches re.
+func (rt *Runtime) matches(c *command, re *regexp.Regexp, sent [2]int64) bool {
+	for _, s := range []session.Stream{session.Stdout, session.Stderr} {
+		data, _, _, _ := rt.since(c, s, sent[s], 1<<20)
+		if re.Match(data) {
+			return true
+		}
+	}
+	return false
+}
+
+// await waits until c exits, one of u's events happens, yield passes
+// (0: never) or ctx ends (the caller went away: the command goes on).
+func (rt *Runtime) await(ctx context.Context, c *command, u until, yield time.Duration) event {
+	var yieldAt time.Time
+	if yield > 0 {
+		yieldAt = time.Now().Add(yield)
+	}
+	var pr probe
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		out := c.watch.Next() // taken before looking, so no output is missed
+		now := time.Now()
+		ev, next := rt.check(c, u, &pr, now)
+		if ev.reason != "" {
+			return ev
+		}
+		if !yieldAt.IsZero() {
+			if !now.Before(yieldAt) {
+				return event{reason: protocol.ReasonYield}
+			}
+			if next.IsZero() || yieldAt.Before(next) {
+				next = yieldAt
+			}
+		}
+		var tc <-chan time.Time
+		if !next.IsZero() {
+			timer.Reset(next.Sub(now))
+			tc = timer.C
+		}
+		select {
+		case <-c.done:
+		case <-out:
+		case <-tc:
+		case <-ctx.Done():
+			return event{reason: protocol.ReasonYield}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// awaitAny is await over several commands: the first to exit or reach an
+// event wins; a command whose exit no status has carried yet wins at once.
+func (rt *Runtime) awaitAny(ctx context.Context, cs []*command, u until, timeout time.Duration) (*command, event) {
+	deadline := time.Now().Add(timeout)
+	probes := make([]probe, len(cs))
+	tick := time.NewTicker(multiTick)
+	defer tick.Stop()
+	for {
+		now := time.Now()
+		for i, c := range cs {
+			if ev, _ := rt.check(c, u, &probes[i], now); ev.reason != "" {
+				return c, ev
+			}
+		}
+		if !now.Before(deadline) {
+			return nil, event{reason: protocol.ReasonYield}
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, event{reason: protocol.ReasonYield}
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package runtime
+
+import (
+	"time"
+
+	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/session"
+)
+
+// Finished commands stay addressable by exec_id (exec.read, exec.wait,
+// exec.list) for this long, and at most this many of them.
+const (
+	retainFor   = 10 * time.Minute
+	retainCount = 256
+)
+
+// command is one command's life as the runtime sees it (SPEC §8): its id,
+// its session, its execution, where its output is kept, and how far the
+// statuses returned so far have carried its output. The registry
+// (Runtime.cmds and Runtime.running) is the one record of what runs.
+type command struct {
+	id      string
+	s       *session.Session
+	text    string
+	method  string
+	started time.Time
+	e       *exec.Execution
+	watch   *exec.Watch
+	coll    *exec.Collector // exec.run: head and tail within max_output_bytes
+	st      *exec.Stream    // exec.stream: a window of recent output
+	max     int             // output budget of one status
+	done    chan struct{}   // closed once the exit is recorded
+
+	// Guarded by Runtime.mu.
+	sent     [2]int64  // output offsets the statuses have carried so far
+	yielded  bool      // a status returned before the end
+	reported bool      // a status with the exit was returned
+	inputAt  time.Time // when input was last typed
+	exit     *exec.Exit
+	ended    time.Time
+}
+
+// launch starts r in s with its output going to sink, registers it under
+// id, and hands the execution to a goroutine that owns its end: it records
+// the exit, runs onExit, and moves the command to the retained ones.
+func (rt *Runtime) launch(s *session.Session, r exec.Request, id, method string, sink session.Sink, onExit func(*command, exec.Exit)) (*command, error) {
+	c := &command{id: id, s: s, text: r.Command, method: method, started: time.Now(), done: make(chan struct{})}
+	c.watch = exec.NewWatch(sink)
+	e, err := exec.Start(s, r, c.watch)
+	if err != nil {
+		return nil, err
+	}
+	c.e = e
+	rt.commands.Add(1)
+	rt.mu.Lock()
+	rt.running[s] = c
+	rt.cmds[id] = c
+	rt.mu.Unlock()
+	go func() {
+		<-e.Done()
+		x := e.Exit()
+		onExit(c, x)
+		rt.mu.Lock()
+		c.exit = &x
+		c.ended = time.Now()
+		if rt.running[s] == c {
+			delete(rt.running, s)
+		}
+		rt.retain(c)
+		rt.mu.Unlock()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// retain keeps c addressable after its end, dropping the oldest finished
+// commands beyond the bounds. Called with rt.mu held.
+func (rt *Runtime) retain(c *command) {
+	rt.finished = append(rt.finished, c)
+	cutoff := time.Now().Add(-retainFor)
+	n := 0
+	for n < len(rt.finished) && (len(rt.finished)-n > retainCount || rt.finished[n].ended.Before(cutoff)) {
+		delete(rt.cmds, rt.finished[n].id)
+		n++
+	}
+	if n > 0 {
+		rt.finished = append(rt.finished[:0], rt.finished[n:]...)
+	}
+}
+
+// lookupExec finds a command by exec_id (a stream_id is one too).
+func (rt *Runtime) lookupExec(id string) (*command, error) {
+	if id == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "exec_id is required (exec.run and exec.stream return it)")
+	}
+	rt.mu.Lock()
+	c := rt.cmds[id]
+	rt.mu.Unlock()
+	if c == nil {
+		return nil, protocol.Errorf(protocol.CodeStreamNotFound, "no command with exec_id %q; finished commands are kept %s (at most %d); exec.list shows them", clip(id, 64), retainFor, retainCount)
+	}
+	return c, nil
+}
+
+// current returns the command running in s, if any.
+func (rt *Runtime) current(s *session.Session) *command {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.running[s]
+}
+
+// summary describes c for exec.list and session.info.
+func (rt *Runtime) summary(c *command) protocol.ExecSummary {
+	act := c.watch.Activity()
+	sum := protocol.ExecSummary{
+		ExecID:      c.id,
+		SessionID:   c.s.ID(),
+		Command:     cut(c.text, 256),
+		State:       protocol.StateRunning,
+		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
+		StdoutBytes: act.StdoutBytes,
+		StderrBytes: act.StderrBytes,
+	}
+	rt.mu.Lock()
+	x := c.exit
+	rt.mu.Unlock()
+	if x != nil {
+		sum.State = protocol.StateExited
+		code := x.ExitCode
+		sum.ExitCode = &code
+		return sum
+	}
+	if in := rt.inputWait(c); in != nil {
+		sum.State, sum.Input = protocol.StateWaitingInput, in
+	}
+	return sum
+}
+
+// busyError is SESSION_BUSY with the running command's status in data,
+// so a client learns what holds the session (SPEC §8).
+func (rt *Runtime) busyError(s *session.Session, err error) error {
+	c := rt.current(s)
+	if c == nil {
+		return err
+	}
+	sum := rt.summary(c)
+	return &protocol.Error{
+		Code:    protocol.CodeSessionBusy,
+		Message: "session " + s.ID() + " is running " + c.id + " (" + sum.State + "); answer it with exec.input, wait with exec.wait, cancel it with exec.cancel, or use another session",
+		Data:    sum,
+	}
+}

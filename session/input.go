@@ -1,0 +1,98 @@
+package session
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/trl-project/trl/internal/termwait"
+	"golang.org/x/sys/unix"
+)
+
+// inputTimeout bounds one write of input to the terminal: a program that
+// reads nothing while its input queue is full must not hold the caller.
+const inputTimeout = 2 * time.Second
+
+// WriteInput types p on the session's terminal, as a person at the
+// keyboard would (SPEC §8 exec.input): the terminal's line discipline
+// echoes and edits it as its modes say.
+func (s *Session) WriteInput(p []byte) error {
+	s.mu.Lock()
+	exited := s.state == StateExited
+	s.mu.Unlock()
+	if exited {
+		return fmt.Errorf("%w: session %s's shell has exited", ErrExited, s.id)
+	}
+	if err := s.ptm.SetWriteDeadline(time.Now().Add(inputTimeout)); err != nil {
+		return fmt.Errorf("write input to the terminal: %w", err)
+	}
+	if _, err := s.ptm.Write(p); err != nil {
+		return fmt.Errorf("write input to the terminal (the program reads none, or its input queue is full): %w", err)
+	}
+	return nil
+}
+
+// InputWait samples whether the command in the foreground of the
+// session's terminal waits for terminal input (see package termwait). It
+// is cheap (tens of microseconds) and keeps no state between calls but
+// the sampler itself, made on first use.
+func (s *Session) InputWait() (termwait.Status, error) {
+	s.twOnce.Do(func() {
+		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
+	})
+	if s.twErr != nil {
+		return termwait.Status{}, s.twErr
+	}
+	return s.tw.Check(s.scr.AltScreen())
+}
+
+// InputModes returns what encoding keys for the terminal needs: the
+// erase and end-of-file characters (from its modes) and whether the
+// program asked for application cursor keys and bracketed paste.
+func (s *Session) InputModes() (appCursor, bracketedPaste bool, erase, eof byte) {
+	m := s.scr.Modes()
+	appCursor, bracketedPaste = m.AppCursor, m.BracketedPaste
+	erase, eof = 0x7f, 0x04
+	s.twOnce.Do(func() {
+		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
+	})
+	if s.twErr == nil {
+		if m, err := s.tw.Modes(); err == nil {
+			erase, eof = m.Erase, m.EOF
+		}
+	}
+	return appCursor, bracketedPaste, erase, eof
+}
+
+// secretEchoSettle is how long echo stays off after a secret is typed:
+// the terminal echoes input when its line discipline takes it in, shortly
+// after the write, not when the program reads it.
+const secretEchoSettle = 30 * time.Millisecond
+
+// WriteSecret types p like WriteInput, with the terminal's echo off while
+// the line discipline takes it in, so that a secret typed at a prompt
+// that echoes never shows in the output (SPEC §8 secret). The program's
+// own modes are put back afterwards, unless it changed them meanwhile.
+func (s *Session) WriteSecret(p []byte) error {
+	var before *unix.Termios
+	_ = s.ptmRaw.Control(func(fd uintptr) {
+		t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		if err != nil || t.Lflag&unix.ECHO == 0 {
+			return
+		}
+		quiet := *t
+		quiet.Lflag &^= unix.ECHO | unix.ECHONL
+		if unix.IoctlSetTermios(int(fd), unix.TCSETS, &quiet) == nil {
+			before = t
+		}
+	})
+	err := s.WriteInput(p)
+	if before != nil {
+		time.Sleep(secretEchoSettle)
+		_ = s.ptmRaw.Control(func(fd uintptr) {
+			if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil && t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON == before.Lflag&unix.ICANON {
+				_ = unix.IoctlSetTermios(int(fd), unix.TCSETS, before)
+			}
+		})
+	}
+	return err
+}
