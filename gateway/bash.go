@@ -88,10 +88,20 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 		}
 		return nil
 	}
-	ferr := reply.Follow(ctx, emit)
+	fctx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	stopWatch, prompt := g.watchInput(fctx, reply, cmdBy, actor, stopFollow)
+	ferr := reply.Follow(fctx, emit)
+	stopWatch()
 	output := out.output()
 	ms := timeout.Milliseconds()
 	switch {
+	case exit == nil && prompt() != nil:
+		// A gateway call cannot answer a prompt: say so at once, with
+		// the prompt and the output so far; the command was interrupted.
+		in := prompt()
+		return out.body(toolResult{Output: &output, Error: &toolError{Code: CodeCommandWaitingInput,
+			Message: fmt.Sprintf("the command waits for %s input at the prompt %q, which a gateway call cannot answer; it was interrupted. Pass the answer on stdin or use a non-interactive flag (such as -y)", in.Kind, in.Prompt)}}), true
 	case exit == nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// The command ignored its interrupt for longer than the margin;
 		// the runtime goes on escalating (SIGKILL) without us.
@@ -112,6 +122,45 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 		return out.body(toolResult{Output: &output, Error: &toolError{Code: string(protocol.CodeCommandFailed), Message: msg}}), true
 	}
 	return out.body(toolResult{OK: true, Output: &output}), true
+}
+
+// CodeCommandWaitingInput answers a bash.exec whose command waits for
+// terminal input (SPEC §8).
+const CodeCommandWaitingInput = "COMMAND_WAITING_INPUT"
+
+// watchInput waits, beside the stream, for the command to wait for
+// terminal input (exec.wait until "input"); when it does, it interrupts
+// the command and calls stop. The returned stop ends the watch; prompt
+// says what the command waited for (nil: it did not).
+func (g *Gateway) watchInput(ctx context.Context, reply *protocol.Reply, cmdBy time.Time, actor string, stopFollow func()) (stop func(), prompt func() *protocol.InputWait) {
+	var id string
+	if m, ok := reply.Data.(map[string]any); ok {
+		id, _ = m["exec_id"].(string)
+	}
+	var in *protocol.InputWait
+	if id == "" {
+		return func() {}, func() *protocol.InputWait { return nil }
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ms := max(time.Until(cmdBy).Milliseconds(), 1)
+		params, _ := json.Marshal(map[string]any{"exec_id": id, "until": []string{"input"}, "timeout_ms": min(ms, 600_000)})
+		r, err := g.h.Handle(wctx, &protocol.Call{Method: protocol.MethodExecWait, Params: params, Actor: actor})
+		if err != nil || r == nil {
+			return
+		}
+		st, ok := r.Data.(protocol.ExecStatus)
+		if !ok || st.State != protocol.StateWaitingInput || wctx.Err() != nil {
+			return
+		}
+		in = st.Input
+		cp, _ := json.Marshal(map[string]any{"exec_id": id})
+		_, _ = g.h.Handle(context.WithoutCancel(ctx), &protocol.Call{Method: protocol.MethodExecCancel, Params: cp, Actor: actor})
+		stopFollow()
+	}()
+	return func() { cancel(); <-done }, func() *protocol.InputWait { return in }
 }
 
 // startStream starts cmd with exec.stream in the slot's session, creating
@@ -158,7 +207,7 @@ func (g *Gateway) startStream(ctx context.Context, s *slot, cmd, stdin string, c
 // ended). A name already taken means another creator won; that is fine.
 func (g *Gateway) createSession(ctx context.Context, s *slot, actor string) error {
 	params, _ := json.Marshal(protocol.SessionCreateParams{Name: s.name, Shell: g.opts.Shell, WorkingDir: g.opts.WorkingDir})
-	_, err := g.h.Handle(ctx, &protocol.Call{Method: protocol.MethodSessionCreate, Params: params, Actor: actor})
+	_, err := g.h.Handle(ctx, &protocol.Call{Method: protocol.MethodSessionCreate, Params: params, Actor: actor, IsolationKey: s.tenant})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -508,4 +509,24 @@ func TestCloseAnswersShuttingDown(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, status)
 	code, _ := errorOf(m)
 	require.Equal(t, "SHUTTING_DOWN", code)
+}
+
+// A command that waits for terminal input (here a password prompt on
+// /dev/tty) is answered at once: a gateway call cannot answer it.
+func TestCommandWaitingInput(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the prompt comes from its getpass")
+	}
+	h := newHarness(t, Options{})
+	start := time.Now()
+	res := h.run(newCall(`echo before; python3 -c 'import getpass; getpass.getpass("Token: ")'`))
+	require.Equal(t, false, res["ok"])
+	code, msg := errorOf(res)
+	require.Equal(t, CodeCommandWaitingInput, code)
+	require.Contains(t, msg, `"Token: "`)
+	require.Contains(t, msg, "password")
+	require.Contains(t, res["output"], "before\n")
+	require.Less(t, time.Since(start), 10*time.Second, "answered at once, not at the timeout")
+	// The command was interrupted: the session takes the next call.
+	require.Equal(t, true, h.run(newCall("echo next"))["ok"])
 }

@@ -16,7 +16,10 @@ import (
 type slot struct {
 	key  string
 	name string
-	sem  chan struct{}
+	// tenant names the slot's (tenant, workspace): under --isolate, the
+	// sessions of one tenant's workspace share a uid.
+	tenant string
+	sem    chan struct{}
 
 	// Guarded by Gateway.mu.
 	users    int // calls holding or waiting for sem, and the reaper
@@ -31,6 +34,12 @@ func sessionName(tenant, workspace, sessionID string) string {
 	return "gw-" + hex.EncodeToString(sum[:])[:24]
 }
 
+// isolationKey is the opaque key of one tenant's workspace.
+func isolationKey(tenant, workspace string) string {
+	sum := sha256.Sum256([]byte(tenant + "\x00" + workspace))
+	return "gw-" + hex.EncodeToString(sum[:16])
+}
+
 // acquire returns the key's slot with its turn taken, waiting for the call
 // before it until ctx ends.
 func (g *Gateway) acquire(ctx context.Context, tenant, workspace, sessionID string) (*slot, error) {
@@ -38,7 +47,7 @@ func (g *Gateway) acquire(ctx context.Context, tenant, workspace, sessionID stri
 	g.mu.Lock()
 	s := g.slots[key]
 	if s == nil {
-		s = &slot{key: key, name: sessionName(tenant, workspace, sessionID), sem: make(chan struct{}, 1)}
+		s = &slot{key: key, name: sessionName(tenant, workspace, sessionID), tenant: isolationKey(tenant, workspace), sem: make(chan struct{}, 1)}
 		g.slots[key] = s
 	}
 	s.users++

@@ -23,6 +23,10 @@ type Call struct {
 	// Actor names who asked, for the audit log: the socket peer's uid and
 	// pid, or an HTTP remote address.
 	Actor string
+	// IsolationKey is set only by in-process callers (the gateway, with
+	// its tenant and workspace), never from the wire: under `trl serve
+	// --isolate`, sessions created with one key share one uid.
+	IsolationKey string
 }
 
 // Reply is a successful answer.

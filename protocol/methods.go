@@ -59,6 +59,10 @@ type SessionInfo struct {
 	Rows        int     `json:"rows"`
 	Cols        int     `json:"cols"`
 	ExitCode    *int    `json:"exit_code,omitempty"`
+	// EndCause says why an exited session ended: "destroyed",
+	// "shell exited with status N", "timeout escalation: ...", "shell
+	// stopped answering: ...", "daemon shut down". Absent while it lives.
+	EndCause string `json:"end_cause,omitempty"`
 	// Command is the command running now (session.info only; SPEC §8).
 	Command *ExecSummary `json:"command,omitempty"`
 }

@@ -114,6 +114,9 @@ func (rt *Runtime) execRun(ctx context.Context, call *protocol.Call) (*protocol.
 	// cannot be left half-way through a command. Only a yield or an
 	// until event returns before the end (SPEC §8).
 	ev := rt.await(ctx, c, u, yield)
+	if rt.shuttingDown() {
+		return nil, session.ErrShuttingDown
+	}
 	if ev.reason != protocol.ReasonExit {
 		return &protocol.Reply{Data: rt.status(c, ev, p.Render, true)}, nil
 	}

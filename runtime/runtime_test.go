@@ -167,8 +167,9 @@ func TestDefaultSessionAndCheck(t *testing.T) {
 	_, perr := callJSON(t, rt, "exec.run", map[string]any{"command": "echo no; exit 4", "check": true})
 	require.NotNil(t, perr)
 	assert.Equal(t, protocol.CodeCommandFailed, perr.Code)
-	data := perr.Data.(protocol.ExecResult)
-	assert.Equal(t, 4, data.ExitCode)
+	data := perr.Data.(protocol.ExecStatus)
+	require.NotNil(t, data.ExitCode)
+	assert.Equal(t, 4, *data.ExitCode)
 	assert.Equal(t, "no\n", data.Stdout)
 
 	// The default session exited; naming it says so, omitting it gets a
@@ -183,7 +184,7 @@ func TestDefaultSessionAndCheck(t *testing.T) {
 	_, perr = callJSON(t, rt, "exec.run", map[string]any{"session_id": s["session_id"], "command": "sleep 5", "timeout_s": 0.3, "check": true})
 	require.NotNil(t, perr)
 	assert.Equal(t, protocol.CodeCommandTimeout, perr.Code)
-	assert.True(t, perr.Data.(protocol.ExecResult).TimedOut)
+	assert.True(t, perr.Data.(protocol.ExecStatus).TimedOut)
 }
 
 func TestBusyAndDestroy(t *testing.T) {

@@ -17,7 +17,7 @@ func (rt *Runtime) sessionCreate(_ context.Context, call *protocol.Call) (*proto
 	if err := protocol.DecodeParams(call.Params, &p); err != nil {
 		return nil, err
 	}
-	cfg := session.Config{Shell: p.Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name}
+	cfg := session.Config{Shell: p.Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name, IsolationKey: call.IsolationKey}
 	if p.TimeoutS != nil {
 		d, err := seconds("timeout_s", *p.TimeoutS)
 		if err != nil {
@@ -70,6 +70,7 @@ func info(s *session.Session) protocol.SessionInfo {
 		Rows:        in.Rows,
 		Cols:        in.Cols,
 		ExitCode:    in.ExitCode,
+		EndCause:    in.EndCause,
 	}
 }
 

@@ -111,16 +111,24 @@ func (c *cgroup) kill() error {
 	return os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0)
 }
 
-// procs lists the pids in the group.
-func (c *cgroup) procs() ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+// procs lists the pids in the group and in any groups a command made
+// below it.
+func (c *cgroup) procs() ([]int, error) { return groupProcs(c.dir, nil) }
+
+func groupProcs(dir string, out []int) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	var out []int
 	for _, f := range strings.Fields(string(b)) {
 		if pid, err := strconv.Atoi(f); err == nil {
 			out = append(out, pid)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			out, _ = groupProcs(filepath.Join(dir, e.Name()), out)
 		}
 	}
 	return out, nil
@@ -132,10 +140,10 @@ func (c *cgroup) has(pid int) bool {
 	return err == nil && strings.Contains(string(b), "/"+filepath.Base(c.dir)+"\n")
 }
 
-// empty reports whether no process is left in the group.
+// empty reports whether no process is left in the group or below it.
 func (c *cgroup) empty() bool {
-	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
-	return err == nil && len(strings.TrimSpace(string(b))) == 0
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.events"))
+	return err == nil && strings.Contains(string(b), "populated 0\n")
 }
 
 // waitEmpty waits, up to limit, for the group's processes to be reaped;
@@ -153,10 +161,29 @@ func (c *cgroup) waitEmpty(limit time.Duration) bool {
 	}
 }
 
-// remove deletes the group once it is empty.
+// remove deletes the group once it is empty, with any groups a command
+// made inside it (children first: a cgroup directory with children cannot
+// be removed, and the session's would leak).
 func (c *cgroup) remove() error {
-	c.fd.Close()
-	err := os.Remove(c.dir)
+	if c.fd != nil {
+		c.fd.Close()
+	}
+	return removeGroup(c.dir)
+}
+
+// removeGroup removes dir and the cgroups below it, depth-first. A cgroup
+// directory's files are the kernel's: only directories are removed.
+func removeGroup(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			removeGroup(filepath.Join(dir, e.Name()))
+		}
+	}
+	err = os.Remove(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -193,7 +220,7 @@ func sweepStaleCgroups() int {
 		c := &cgroup{dir: filepath.Join(base, e.Name())}
 		c.kill()
 		c.waitEmpty(time.Second)
-		if os.Remove(c.dir) == nil {
+		if removeGroup(c.dir) == nil {
 			removed++
 		}
 	}

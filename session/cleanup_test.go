@@ -307,3 +307,26 @@ func TestEscapeFromTheCgroup(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, procsMatching("sleep 4002"+tag), "survivors")
 }
+
+// TestChildCgroupsRemoved: a command that makes cgroups inside its
+// session's group (and moves a process into one) does not make the
+// group leak: destroy removes them children first (issue 10).
+func TestChildCgroupsRemoved(t *testing.T) {
+	if cgroupBase() == "" {
+		t.Skip("no writable cgroup v2 hierarchy here")
+	}
+	m := newManager(t)
+	s, err := m.Create(Config{})
+	require.NoError(t, err)
+	require.NotNil(t, s.cg)
+	dir := s.cg.dir
+	tag := numTag()
+	out, st := runIn(t, s, "mkdir -p "+dir+"/a/b "+dir+"/c && sh -c 'echo $$ > "+dir+"/a/b/cgroup.procs; exec sleep 4003"+tag+"' & sleep 0.2; echo made")
+	require.Equal(t, 0, st.ExitCode, out)
+	require.Eventually(t, func() bool { return len(procsMatching("sleep 4003"+tag)) == 1 }, 5*time.Second, 20*time.Millisecond)
+	_, err = m.Destroy(s.ID(), true)
+	require.NoError(t, err)
+	assert.Empty(t, procsMatching("sleep 4003"+tag), "survivors")
+	_, err = os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "the session's cgroup is left behind: %v", err)
+}

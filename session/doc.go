@@ -9,15 +9,19 @@
 // not read its commands from the terminal. Its file descriptors are:
 //
 //	0  command pipe   the daemon writes one command line per command
-//	1  PTY slave      stdout of every command: programs see a terminal
+//	1  /dev/null      the shell's own stdout (see below)
 //	2  control pipe   the shell's own prompt, which we set to a record
 //	                  "\x1eTRL:<nonce>:<status>:<cwd>\x1f"
-//	3  PTY slave      stdin of commands (fd 0 is re-pointed here)
+//	3  PTY slave      stdin and stdout of commands (fds 0 and 1 are
+//	                  re-pointed here); the controlling terminal
 //	4  stderr pipe    stderr of every command, kept apart from stdout
+//	5  stderr pipe    a spare copy, to repair fd 4 after an interrupt
 //
-// A command is sent as `__trl_c='<text>'; __trl_run <&3 2>&4 3<&- 4>&-`:
+// A command is sent as `_trl<nonce>c='<text>'; _trl<nonce>r <&3 >&3 2>&4 3<&- 4>&- 5>&-`:
 // the text runs through eval inside a function whose fds are the terminal
 // and the stderr pipe, with the command and control pipes out of reach.
+// All three standard fds are re-pointed for each command line, so a
+// command's `exec >/dev/null` or `exec 2>&-` ends with it.
 // Because the shell prints its prompt after every command line, including
 // one aborted by SIGINT or a syntax error, the next record on the control
 // pipe is the completion signal, carrying the exit status and the working

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/trl-project/trl/internal/termwait"
@@ -42,7 +43,26 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	if s.twErr != nil {
 		return termwait.Status{}, s.twErr
 	}
+	// Output the program wrote before it began to wait may still sit in
+	// the terminal or the stderr pipe, unread by the pumps: the screen
+	// (its alternate screen, its prompt) is not yet what the program
+	// shows, so the program does not count as waiting yet.
+	if pending(s.ptmRaw) || pending(s.errRaw) {
+		return termwait.Status{}, nil
+	}
 	return s.tw.Check(s.scr.AltScreen())
+}
+
+// pending reports whether rc has bytes to read.
+func pending(rc syscall.RawConn) bool {
+	if rc == nil {
+		return false
+	}
+	n := 0
+	_ = rc.Control(func(fd uintptr) {
+		n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+	})
+	return n > 0
 }
 
 // InputModes returns what encoding keys for the terminal needs: the

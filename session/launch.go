@@ -1,8 +1,10 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -12,7 +14,7 @@ import (
 )
 
 // start launches the shell and waits for its first prompt record.
-func start(id string, cfg Config, opts Options, log zerolog.Logger) (*Session, error) {
+func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*Session, error) {
 	s := &Session{
 		id:      id,
 		cfg:     cfg,
@@ -25,10 +27,15 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger) (*Session, e
 		ready:   make(chan struct{}),
 		exited:  make(chan struct{}),
 		closed:  make(chan struct{}),
+
+		launched: make(chan struct{}),
+		lease:    l,
 	}
+	s.ended, s.endSession = context.WithCancelCause(context.Background())
 	s.lastUsed = s.created
 	s.newScreen()
 	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
+		s.releaseLease()
 		return nil, err
 	}
 	startTimeout := opts.startTimeout()
@@ -41,7 +48,7 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger) (*Session, e
 		return nil, fmt.Errorf("%w: %s exited during start-up with status %d; is it a POSIX shell (sh, dash, bash, zsh)?", ErrStart, cfg.Shell, code)
 	case <-time.After(startTimeout):
 		s.Close()
-		return nil, fmt.Errorf("%w: %s printed no prompt within %s; is it a POSIX shell (sh, dash, bash, zsh)?", ErrStart, cfg.Shell, startTimeout)
+		return nil, fmt.Errorf("%w: %s printed no prompt record within %s: it does not behave as an interactive POSIX shell (sh, dash, bash, zsh) started with no rc files; non-shells such as python3 are refused", ErrStart, cfg.Shell, startTimeout)
 	}
 }
 
@@ -59,7 +66,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return err
 	}
 	toClose = append(toClose, pts)
-	if err := configureTerminal(pts, s.cfg.Rows, s.cfg.Cols); err != nil {
+	if s.modes, err = configureTerminal(pts, s.cfg.Rows, s.cfg.Cols); err != nil {
 		ptm.Close()
 		return err
 	}
@@ -83,8 +90,18 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		ctlR.Close()
 		return err
 	}
+	toClose = append(toClose, errW)
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		ptm.Close()
+		cmdW.Close()
+		ctlR.Close()
+		errR.Close()
+		return err
+	}
+	toClose = append(toClose, devNull)
 	// From here on, Close releases what we hold.
-	s.ptm, s.cmdW, s.ctlR, s.errR, s.errW = ptm, cmdW, ctlR, errR, errW
+	s.ptm, s.cmdW, s.ctlR, s.errR = ptm, cmdW, ctlR, errR
 	fail := func(e error) error {
 		s.closeFiles()
 		return e
@@ -98,15 +115,37 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	if s.tmpDir, err = os.MkdirTemp("", "trl-"+s.id+"-"); err != nil {
 		return fail(fmt.Errorf("make session temp dir: %w", err))
 	}
+	env := s.cfg.Env
+	if l := s.lease; l != nil {
+		if err := s.isolateFiles(pts); err != nil {
+			os.RemoveAll(s.tmpDir)
+			return fail(fmt.Errorf("%w: prepare the isolated session: %v", ErrStart, err))
+		}
+		if _, ok := env["HOME"]; !ok {
+			env = make(map[string]string, len(s.cfg.Env)+1)
+			for k, v := range s.cfg.Env {
+				env[k] = v
+			}
+			env["HOME"] = l.home
+		}
+	}
 
 	argv := append([]string{s.cfg.Shell}, s.dialect.args...)
 	attr := &os.ProcAttr{
-		Dir:   s.cfg.WorkingDir,
-		Env:   shellEnv(baseEnv, s.cfg.Env, s.id),
-		Files: []*os.File{cmdR, pts, ctlW, pts, errW},
+		Dir: s.cfg.WorkingDir,
+		Env: shellEnv(baseEnv, env, s.id),
+		// The shell's own stdout is /dev/null: every command line
+		// re-points stdout at the terminal (fd 3), so what the shell
+		// itself prints between commands — a DEBUG trap firing for trl's
+		// own commands, xtrace sent to fd 1 — reaches no command's output.
+		// fd 5 is a spare copy of the stderr pipe (see settle).
+		Files: []*os.File{cmdR, devNull, ctlW, pts, errW, errW},
 		// Pdeathsig: if the daemon dies, so does the shell (its jobs
 		// then get the terminal's hang-up).
-		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1, Pdeathsig: syscall.SIGKILL},
+		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3, Pdeathsig: syscall.SIGKILL},
+	}
+	if s.lease != nil {
+		attr.Sys.Credential = s.lease.credential()
 	}
 	s.cg = newCgroup(s.id)
 	if s.cg != nil {
@@ -127,7 +166,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	}
 	var proc *os.Process
 	if subreaper {
-		s.status, err = theReaper.spawn(func() (int, error) {
+		s.status, err = theReaper.spawn(s.stopped, func() (int, error) {
 			p, err := startShell()
 			if err != nil {
 				return 0, err
@@ -143,8 +182,11 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return fail(fmt.Errorf("%w: start %s: %v", ErrStart, s.cfg.Shell, err))
 	}
 	s.proc, s.pid = proc, proc.Pid
+	unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &s.noFile)
+
 	s.tree = newTree(proc.Pid, s.id, s.cg)
 	s.log = s.log.With().Int("pid", proc.Pid).Logger()
+	close(s.launched)
 
 	s.readers.Add(3)
 	go s.reap()
@@ -152,7 +194,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	go s.pump(s.ptmRaw, Stdout)
 	go s.pump(s.errRaw, Stderr)
 
-	if _, err := cmdW.Write([]byte(s.dialect.init(s.nonce) + "\n")); err != nil {
+	if _, err := cmdW.Write([]byte(exportLater(s.cfg.Env) + s.dialect.init(s.nonce) + "\n")); err != nil {
 		s.log.Debug().Err(err).Msg("write init line")
 	}
 	return nil
@@ -191,45 +233,47 @@ func openPTY() (ptm, pts *os.File, err error) {
 	return os.NewFile(uintptr(dup), "/dev/ptmx"), pts, nil
 }
 
-// configureTerminal turns off echo (nothing is typed into this terminal;
-// commands arrive on a pipe) and ONLCR (so "\n" stays "\n"), and sets the
-// window size.
-func configureTerminal(pts *os.File, rows, cols int) error {
-	rc, err := pts.SyscallConn()
-	if err != nil {
-		return err
+// Variables that change how the shell itself starts or runs are kept out
+// of its start-up environment, whether the daemon's environment or
+// session.create's env holds them (see README, Hardening):
+//
+//   - shellState would change the shell under trl's protocol: TMOUT logs
+//     an idle bash out (a hardened host's TMOUT would end every gateway
+//     session), SHELLOPTS/BASHOPTS switch on xtrace, vi mode or posix
+//     mode, the prompt variables are trl's. From the daemon they are
+//     dropped; in session.create's env they are refused. A command may
+//     still set them for itself (`export TMOUT=60` in a command, or
+//     per-call env), at its own risk.
+//   - startupOnly name files a shell reads at start-up (ENV makes dash
+//     read an rc file whose aliases could hijack `ls`). From the daemon
+//     they are dropped; from session.create's env they are exported only
+//     once the shell has started, so commands and their child shells see
+//     them but trl's shell does not read them.
+var (
+	shellState = map[string]bool{
+		"TMOUT": true, "SHELLOPTS": true, "BASHOPTS": true, "PROMPT_COMMAND": true,
+		"PS0": true, "PS1": true, "PS2": true, "PS4": true, "PROMPT": true, "PROMPT2": true,
+		"PROMPT4": true, "RPROMPT": true, "RPROMPT2": true, "RPS1": true, "RPS2": true,
+		"POSIXLY_CORRECT": true, "BASH_XTRACEFD": true, "HISTFILE": true, "IGNOREEOF": true,
 	}
-	var ioErr error
-	err = rc.Control(func(fd uintptr) {
-		t, e := unix.IoctlGetTermios(int(fd), unix.TCGETS)
-		if e != nil {
-			ioErr = e
-			return
+	startupOnly = map[string]bool{"ENV": true, "BASH_ENV": true, "ZDOTDIR": true}
+)
+
+// exportLater is the part of the init line that exports the caller's
+// start-up-only variables once the shell runs.
+func exportLater(extra map[string]string) string {
+	var b strings.Builder
+	for _, kv := range sortedEnv(extra) {
+		if startupOnly[kv[0]] {
+			b.WriteString("export " + kv[0] + "=" + quote(kv[1]) + "; ")
 		}
-		// Commands arrive through a pipe, so echo never shows them; it
-		// shows what exec.input types, as a terminal does, and tells a
-		// line prompt from a password prompt (SPEC §8). ECHOCTL is off so
-		// that a typed control key does not print as ^X.
-		t.Lflag |= unix.ECHO | unix.ECHOE | unix.ECHOK
-		t.Lflag &^= unix.ECHONL | unix.ECHOCTL
-		t.Oflag &^= unix.ONLCR
-		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, t); e != nil {
-			ioErr = e
-			return
-		}
-		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(rows), Col: uint16(cols)})
-	})
-	if err == nil {
-		err = ioErr
 	}
-	if err != nil {
-		return fmt.Errorf("configure pty: %w", err)
-	}
-	return nil
+	return b.String()
 }
 
 // shellEnv is base, then the defaults SPEC §4 names unless the caller set
-// them, then the caller's variables, then trl's own marker.
+// them, then the caller's variables, then trl's own marker; without the
+// variables named above.
 func shellEnv(base []string, extra map[string]string, id string) []string {
 	env := make([]string, 0, len(base)+len(extra)+5)
 	set := map[string]bool{}
@@ -238,7 +282,7 @@ func shellEnv(base []string, extra map[string]string, id string) []string {
 	}
 	for _, kv := range base {
 		k, _, _ := cutEnv(kv)
-		if set[k] {
+		if set[k] || shellState[k] || startupOnly[k] {
 			continue
 		}
 		switch k {
@@ -253,7 +297,9 @@ func shellEnv(base []string, extra map[string]string, id string) []string {
 		}
 	}
 	for _, kv := range sortedEnv(extra) {
-		env = append(env, kv[0]+"="+kv[1])
+		if !startupOnly[kv[0]] && !shellState[kv[0]] {
+			env = append(env, kv[0]+"="+kv[1])
+		}
 	}
 	return append(env, "TRL_SESSION_ID="+id)
 }
@@ -286,8 +332,10 @@ func (s *Session) reap() {
 	s.mu.Lock()
 	s.exitCode = &code
 	s.state = StateExited
+	s.reaped.Store(true)
 	s.mu.Unlock()
-	s.log.Debug().Int("exit_code", code).Msg("shell exited")
+	s.setCause(ExitedError{Status: code})
+	s.logEnd()
 	s.complete(-1, Status{ExitCode: code, Exited: true})
 	close(s.exited)
 }

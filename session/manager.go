@@ -31,6 +31,9 @@ type Manager struct {
 	names    map[string]bool
 	closed   bool
 	creating sync.Mutex // serialises creation of the default session
+
+	pool    *uidPool // set when isolating
+	poolErr error    // why isolation is unavailable: every Create fails
 }
 
 // NewManager returns an empty Manager.
@@ -46,19 +49,34 @@ func NewManager(opts Options) *Manager {
 			opts.Logger.Warn().Int("groups", n).Msg("ended processes left by a daemon that died without cleaning up")
 		}
 	}
-	return &Manager{
+	m := &Manager{
 		opts:   opts,
 		log:    opts.Logger,
 		byID:   map[string]*Session{},
 		byName: map[string]*Session{},
 		names:  map[string]bool{},
 	}
+	if opts.Isolation != nil {
+		// Fail closed: without a pool no session starts, rather than one
+		// starting unisolated.
+		if m.poolErr = CheckIsolationPrivilege(); m.poolErr == nil {
+			m.pool, m.poolErr = newUIDPool(*opts.Isolation)
+		}
+		if m.poolErr != nil {
+			opts.Logger.Error().Err(m.poolErr).Msg("isolation unavailable: no session can be created")
+		}
+	}
+	return m
 }
 
 // Create validates cfg, starts a shell and registers the session.
 func (m *Manager) Create(cfg Config) (*Session, error) {
+	defaultDir := cfg.WorkingDir == ""
 	if err := normalize(&cfg); err != nil {
 		return nil, err
+	}
+	if m.opts.Isolation != nil && m.poolErr != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStart, m.poolErr)
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -67,11 +85,29 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	}
 	// A name held by a session whose shell has exited is free again: the
 	// old session is closed and forgotten.
-	if old, ok := m.byName[cfg.Name]; ok && cfg.Name != "" && old.Info().State == StateExited {
+	if old, ok := m.byName[cfg.Name]; ok && cfg.Name != "" && old.hasExited() {
 		m.remove(old)
 		m.mu.Unlock()
 		old.Close()
 		m.mu.Lock()
+	}
+	if len(m.byID)+m.pending >= m.opts.maxSessions() {
+		// Sessions whose shell has exited do not count: they are reaped
+		// (closed and forgotten) to make room.
+		var reaped []*Session
+		for _, s := range m.byID {
+			if s.hasExited() {
+				m.remove(s)
+				reaped = append(reaped, s)
+			}
+		}
+		if len(reaped) > 0 {
+			m.mu.Unlock()
+			for _, s := range reaped {
+				s.Close()
+			}
+			m.mu.Lock()
+		}
 	}
 	if len(m.byID)+m.pending >= m.opts.maxSessions() {
 		m.mu.Unlock()
@@ -87,7 +123,18 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	m.pending++
 	m.mu.Unlock()
 
-	s, err := start(NewID("s-", 6), cfg, m.opts, m.log)
+	var l *lease
+	var err error
+	if m.pool != nil {
+		if l, err = m.pool.acquire(cfg.IsolationKey); err == nil && defaultDir {
+			cfg.WorkingDir = l.home
+		}
+	}
+	var s *Session
+	if err == nil {
+		// start owns the lease from here, on every path.
+		s, err = start(NewID("s-", 6), cfg, m.opts, m.log, l)
+	}
 
 	m.mu.Lock()
 	m.pending--
@@ -146,6 +193,11 @@ func normalize(cfg *Config) error {
 	cfg.WorkingDir = filepath.Clean(cfg.WorkingDir)
 	if err := CheckEnv(cfg.Env); err != nil {
 		return err
+	}
+	for k := range cfg.Env {
+		if shellState[k] {
+			return fmt.Errorf("%w: env %s would change how trl's shell itself runs and is not accepted at session.create; set it inside a command (export %s=...) if a command needs it", ErrInvalid, k, k)
+		}
 	}
 	if len(cfg.Name) > 128 || !utf8.ValidString(cfg.Name) || strings.ContainsFunc(cfg.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return fmt.Errorf("%w: name must be at most 128 bytes of printable UTF-8", ErrInvalid)
@@ -259,7 +311,7 @@ func (m *Manager) Destroy(ref string, force bool) (*Session, error) {
 	}
 	m.remove(s)
 	m.mu.Unlock()
-	s.Close()
+	s.CloseWith(fmt.Errorf("%w by session.destroy", ErrDestroyed))
 	s.log.Info().Msg("session destroyed")
 	return s, nil
 }
@@ -288,7 +340,7 @@ func (m *Manager) CloseAll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.Close()
+			s.CloseWith(ErrShutdown)
 		}()
 	}
 	wg.Wait()

@@ -34,6 +34,10 @@ type Options struct {
 	// reaper.go). Only a daemon should set it: nothing else in the process
 	// may wait for children once it is on.
 	Subreaper bool
+	// Isolation, when set, runs every session under a uid of its own
+	// (see isolate.go); the daemon must be privileged
+	// (CheckIsolationPrivilege).
+	Isolation *Isolation
 	Logger    zerolog.Logger
 }
 
@@ -60,6 +64,10 @@ type Config struct {
 	Name       string
 	Timeout    time.Duration
 	Rows, Cols int
+	// IsolationKey groups sessions under one uid when the manager
+	// isolates: the gateway passes its (tenant, workspace). "" gives the
+	// session a uid of its own. Never taken from a client's params.
+	IsolationKey string
 }
 
 // Command is one command to run in a session.

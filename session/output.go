@@ -1,6 +1,8 @@
 package session
 
 import (
+	"cmp"
+	"errors"
 	"io"
 	"os"
 	"sync"
@@ -37,6 +39,8 @@ func (s *Session) readControl() {
 				switch {
 				case r.start:
 					s.started(r.seq)
+				case first && (!r.valid || r.seq != 0):
+					s.log.Debug().Int64("seq", r.seq).Msg("a malformed first record ignored: not the shell's prompt")
 				case first:
 					first = false
 					close(s.ready)
@@ -95,7 +99,10 @@ func (s *Session) pump(rc syscall.RawConn, stream Stream) {
 		})
 		if err != nil || rerr != nil {
 			// EIO from the master after the last slave holder exits is a
-			// hang-up, not an error.
+			// hang-up, not an error; nor is EOF or the fd closed by Close.
+			if e := cmp.Or(rerr, err); e != unix.EIO && e != io.EOF && !errors.Is(e, os.ErrClosed) {
+				s.log.Warn().Err(e).Str("stream", stream.String()).Msg("read from the shell failed")
+			}
 			return
 		}
 	}
@@ -145,6 +152,9 @@ func (s *Session) complete(seq int64, st Status) {
 	s.mu.Lock()
 	s.ioMu.Lock()
 	j := s.job
+	if j != nil && seq >= 0 && seq < j.seq && !j.started {
+		s.checkDropped(j)
+	}
 	if j == nil || (seq >= 0 && seq != j.seq) {
 		// A prompt printed again for a line already answered (a shell
 		// re-prompts when interrupted while idle) or for none at all.
@@ -168,7 +178,23 @@ func (s *Session) complete(seq int64, st Status) {
 		}
 	}
 	s.lastUsed = time.Now().UTC()
+	var broken error
+	if !st.Exited {
+		// Decided before the job is done, so that the next command
+		// already finds the session closing.
+		if broken = s.checkLimits(); broken != nil {
+			s.closing = true
+		}
+	}
 	s.mu.Unlock()
+	for _, t := range []*time.Timer{j.watchdog, j.dropCheck} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	if broken != nil {
+		go s.endWith(broken)
+	}
 	s.scr.Settle()
 	if j.stdin != "" {
 		os.Remove(j.stdin)

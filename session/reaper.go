@@ -15,10 +15,19 @@ import (
 //
 // It must be the only thing that waits for children in the process: once
 // enabled, nothing else may use os/exec's Wait or os.Process.Wait.
+//
+// It also learns when a shell is stopped (WUNTRACED): a shell that stopped
+// itself (`kill -STOP $$`, `suspend`) would never answer again, and its
+// session is told so that it can end with that cause.
 type reaper struct {
 	mu      sync.Mutex
-	waiters map[int]chan unix.WaitStatus
+	waiters map[int]waiter
 	kick    chan struct{} // a child was started
+}
+
+type waiter struct {
+	status  chan unix.WaitStatus
+	stopped func(unix.Signal) // must not block
 }
 
 var (
@@ -35,7 +44,7 @@ func enableReaper() error {
 			return
 		}
 		theReaper = &reaper{
-			waiters: map[int]chan unix.WaitStatus{},
+			waiters: map[int]waiter{},
 			kick:    make(chan struct{}, 1),
 		}
 		go theReaper.loop()
@@ -48,7 +57,7 @@ func enableReaper() error {
 func (r *reaper) loop() {
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		pid, err := unix.Wait4(-1, &ws, unix.WUNTRACED, nil)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -59,17 +68,24 @@ func (r *reaper) loop() {
 		}
 		// Statuses nobody waits for (re-parented orphans) are dropped.
 		r.mu.Lock()
-		if ch, ok := r.waiters[pid]; ok {
-			delete(r.waiters, pid)
-			ch <- ws
+		if w, ok := r.waiters[pid]; ok {
+			if ws.Stopped() {
+				if w.stopped != nil {
+					w.stopped(ws.StopSignal())
+				}
+			} else {
+				delete(r.waiters, pid)
+				w.status <- ws
+			}
 		}
 		r.mu.Unlock()
 	}
 }
 
 // spawn runs start, which starts one child and returns its pid, and
-// returns the channel the child's status will arrive on.
-func (r *reaper) spawn(start func() (int, error)) (<-chan unix.WaitStatus, error) {
+// returns the channel the child's status will arrive on. stopped, if not
+// nil, is called (without blocking) each time the child is stopped.
+func (r *reaper) spawn(stopped func(unix.Signal), start func() (int, error)) (<-chan unix.WaitStatus, error) {
 	r.mu.Lock()
 	pid, err := start()
 	if err != nil {
@@ -77,7 +93,7 @@ func (r *reaper) spawn(start func() (int, error)) (<-chan unix.WaitStatus, error
 		return nil, err
 	}
 	ch := make(chan unix.WaitStatus, 1)
-	r.waiters[pid] = ch
+	r.waiters[pid] = waiter{status: ch, stopped: stopped}
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -40,10 +41,10 @@ type Session struct {
 	cmdW   *os.File // write end of the command pipe (shell's fd 0)
 	ctlR   *os.File // read end of the control pipe (shell's fd 2)
 	errR   *os.File // read end of the stderr pipe (commands' fd 2)
-	errW   *os.File // its write end, kept so the shell can reopen it (see settle)
 	ptmRaw syscall.RawConn
 	errRaw syscall.RawConn
-	tmpDir string // private directory for stdin files
+	tmpDir string    // private directory for stdin files
+	modes  termModes // the terminal's launch settings (see terminal.go)
 	cg     *cgroup
 	tree   tree
 	// status delivers the shell's wait status when the process-wide
@@ -82,6 +83,18 @@ type Session struct {
 	closed  chan struct{} // closed when Close has released everything
 	readers sync.WaitGroup
 
+	// ended is cancelled, with the cause, when the session is over (see
+	// end.go).
+	ended      context.Context
+	endSession context.CancelCauseFunc
+	logEndOnce sync.Once
+	noFile     unix.Rlimit   // the shell's open-file limit at launch
+	launched   chan struct{} // closed once launch has set pid, tree and log
+	reaped     atomic.Bool   // set with state exited, read without mu
+
+	lease     *lease // the uid the session runs under, when isolated
+	leaseOnce sync.Once
+
 	// tw samples the terminal for input waits (SPEC §8), made on first use.
 	twOnce sync.Once
 	tw     *termwait.Terminal
@@ -103,6 +116,8 @@ type Job struct {
 	pendingINT bool
 	done       chan struct{}
 	status     Status
+	// Timers owned by the job, stopped when it completes (see end.go).
+	watchdog, dropCheck *time.Timer
 }
 
 // Done is closed when the command has ended and all its output has been
@@ -127,7 +142,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	switch {
 	case s.state == StateExited || s.closing:
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: session %s's shell has exited; create a new session", ErrExited, s.id)
+		return nil, s.exitedErr()
 	case s.job != nil:
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", ErrBusy, s.id)
@@ -164,6 +179,13 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 			return nil, fmt.Errorf("write stdin for the command: %w", err)
 		}
 		j.stdin = f.Name()
+		if s.lease != nil {
+			if err := s.lease.share(j.stdin, 0o640); err != nil {
+				os.Remove(j.stdin)
+				s.mu.Unlock()
+				return nil, fmt.Errorf("write stdin for the command: %w", err)
+			}
+		}
 	}
 	s.ioMu.Lock()
 	s.job = j
@@ -172,6 +194,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	s.commands++
 	s.lastUsed = time.Now().UTC()
 	line := s.dialect.commandLine(s.nonce, j.seq, c, s.cmdFile(), j.stdin)
+	s.restoreTerminal()
 	s.mu.Unlock()
 
 	s.log.Trace().Bytes("line", line).Msg("send")
@@ -209,7 +232,17 @@ func (s *Session) Kill(job *Job) {
 	if job != nil && s.job != job {
 		return
 	}
+	s.setCause(fmt.Errorf("%w: a command did not end after its timeout's SIGINT and SIGKILL, so the session was ended", ErrEscalation))
 	s.killTree()
+}
+
+// exitedErr is the error for a command asked of an ended session.
+func (s *Session) exitedErr() error {
+	why := "its shell has exited"
+	if c := s.EndCause(); c != nil {
+		why = "it ended: " + c.Error()
+	}
+	return fmt.Errorf("%w: session %s cannot run commands, %s; create a new session", ErrExited, s.id, why)
 }
 
 func (s *Session) killTree() {
@@ -220,8 +253,13 @@ func (s *Session) killTree() {
 
 // Close ends the session: every process it started, the PTY and the pipes.
 // It returns when all of them are released; calling it again waits for the
-// first call.
-func (s *Session) Close() {
+// first call. The end cause, unless one is recorded already, is
+// ErrDestroyed.
+func (s *Session) Close() { s.CloseWith(ErrDestroyed) }
+
+// CloseWith is Close with the cause to record if none is yet.
+func (s *Session) CloseWith(cause error) {
+	s.setCause(cause)
 	s.mu.Lock()
 	if s.closeBegun {
 		s.mu.Unlock()
@@ -253,17 +291,23 @@ func (s *Session) Close() {
 			s.log.Warn().Err(err).Msg("remove the session's cgroup")
 		}
 	}
+	s.releaseLease()
 	close(s.closed)
+	s.logEnd()
 	s.log.Debug().Msg("session closed")
 }
 
 func (s *Session) closeFiles() {
-	for _, f := range []*os.File{s.cmdW, s.ptm, s.ctlR, s.errR, s.errW} {
+	for _, f := range []*os.File{s.cmdW, s.ptm, s.ctlR, s.errR} {
 		if f != nil {
 			f.Close()
 		}
 	}
 }
+
+// hasExited reports, without a lock, whether the shell has been reaped
+// (state exited).
+func (s *Session) hasExited() bool { return s.reaped.Load() }
 
 // exitStatus returns the shell's exit code once reaped (-1 before).
 func (s *Session) exitStatus() int {
@@ -294,14 +338,21 @@ type Info struct {
 	Timeout                     time.Duration
 	Rows, Cols                  int
 	ExitCode                    *int
+	// EndCause says why the session ended ("" while it lives).
+	EndCause string
 }
 
 // Info returns a snapshot of the session.
 func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var cause string
+	if c := s.EndCause(); c != nil {
+		cause = c.Error()
+	}
 	return Info{
-		ID: s.id, Name: s.cfg.Name, Shell: s.cfg.Shell, WorkingDir: s.cwd,
+		EndCause: cause,
+		ID:       s.id, Name: s.cfg.Name, Shell: s.cfg.Shell, WorkingDir: s.cwd,
 		State: s.state, Created: s.created, LastUsed: s.lastUsed,
 		CommandsRun: s.commands, PID: s.pid, Timeout: s.cfg.Timeout,
 		Rows: s.cfg.Rows, Cols: s.cfg.Cols, ExitCode: s.exitCode,

@@ -16,8 +16,8 @@ type dialect struct {
 	// init is the first line sent; it must set the prompt record, whose
 	// first field is the sequence number of the last command line.
 	init func(nonce string) string
-	// seqVar is the assignment that sets that sequence number.
-	seqVar string
+	// seqVar returns the assignment that sets that sequence number.
+	seqVar func(nonce string) string
 	// printf names the printf builtin so that no alias or function of the
 	// user's can stand in for it (zsh's `command` would look for a binary).
 	printf string
@@ -26,6 +26,9 @@ type dialect struct {
 	// background jobs ("[1] 1234") from eval but not from a sourced file,
 	// and a syntax error in a sourced file simply returns 2.
 	source bool
+	// epilogue, when set, follows the command on its line; it receives
+	// the command's status as $1 and must return it.
+	epilogue bool
 }
 
 const (
@@ -35,42 +38,71 @@ const (
 
 func recordPrefix(nonce string) string { return string(recordStart) + "TRL:" + nonce + ":" }
 
+// trl's own names in the shell carry the session's random nonce
+// (`_trl<nonce>n`): no command, rc file or habit can name them by
+// accident (`readonly __trl_n` or `unset -f __trl_run` in a command once
+// hung the session), and bash makes the functions read-only besides.
+// Their suffixes: n the line's sequence number, c the command text, r the
+// runner function, f the epilogue function.
+func trlName(nonce, what string) string { return "_trl" + nonce + what }
+
 // The prompt is the completion signal, so PS1 is made read-only: a command
 // that sets it (`. ~/.bashrc` does) gets "readonly variable" instead of
 // hanging the session.
 
 // common is the setup every dialect shares: the runner function and an
-// empty continuation prompt. __trl_c holds the command text.
-const common = `PS2=''; PS4='+ '; __trl_run() { eval "$__trl_c"; }; `
+// empty continuation prompt.
+func common(nonce string) string {
+	return `PS2=''; PS4='+ '; ` + trlName(nonce, "r") + `() { eval "$` + trlName(nonce, "c") + `"; }; `
+}
+
+// posixRunner replaces common's runner for dash, whose xtrace would
+// print trl's own `eval <command>` into the command's stderr: with
+// xtrace on, it is turned off (silently) around the eval and back on
+// inside it, so only the command's own lines are traced.
+func posixRunner(nonce string) string {
+	c := `"$` + trlName(nonce, "c") + `"`
+	return trlName(nonce, "r") + `() { case $- in *x*) { set +x; } 2>/dev/null; eval "set -x; "` + c + `;; *) eval ` + c + `;; esac; }; `
+}
+
+func plainSeq(nonce string) string { return trlName(nonce, "n") + "=" }
 
 var (
 	posixShell = dialect{
 		name:   "sh",
 		args:   []string{"-i"},
-		seqVar: "__trl_n=",
+		seqVar: plainSeq,
 		printf: `\command printf`,
 		init: func(nonce string) string {
-			return common + `__trl_n=0; PS1='` + recordPrefix(nonce) + `$__trl_n:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
+			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
 		},
 	}
+	// bash: line editing stays off whatever a command does. `set -o vi`
+	// or `set -o emacs` (a common .bashrc line) turns readline on, which
+	// would then own the prompt and the command pipe; the epilogue turns
+	// it off again before the prompt is printed.
 	bashShell = dialect{
-		name:   "bash",
-		args:   []string{"--noediting", "--noprofile", "--norc", "-i"},
-		seqVar: "__trl_n=",
-		printf: `\builtin printf`,
-		source: true,
+		name:     "bash",
+		args:     []string{"--noediting", "--noprofile", "--norc", "-i"},
+		seqVar:   plainSeq,
+		printf:   `\builtin printf`,
+		source:   true,
+		epilogue: true,
 		init: func(nonce string) string {
-			return common + `unset PROMPT_COMMAND HISTFILE; PS0=''; __trl_n=0; ` +
-				`PS1='` + recordPrefix(nonce) + `$__trl_n:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
+			f := trlName(nonce, "f")
+			return common(nonce) + f + `() { if [[ -o emacs || -o vi ]]; then \builtin set +o emacs +o vi; fi; \builtin return "$1"; }; ` +
+				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + `; ` +
+				`unset PROMPT_COMMAND HISTFILE; PS0=''; ` + trlName(nonce, "n") + `=0; ` +
+				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
 		},
 	}
 	zshShell = dialect{
 		name:   "zsh",
 		args:   []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr"},
-		seqVar: "psvar[1]=",
+		seqVar: func(string) string { return "psvar[1]=" },
 		printf: `\builtin printf`,
 		init: func(nonce string) string {
-			return common + `unsetopt PROMPT_SUBST CHECK_JOBS CHECK_RUNNING_JOBS; setopt PROMPT_PERCENT; RPS1=''; RPS2=''; psvar=(0); ` +
+			return common(nonce) + `unsetopt PROMPT_SUBST CHECK_JOBS CHECK_RUNNING_JOBS; setopt PROMPT_PERCENT; RPS1=''; RPS2=''; psvar=(0); ` +
 				`PS1='` + recordPrefix(nonce) + `%1v:%?:%d` + string(recordEnd) + `'; typeset -r PS1`
 		},
 	}
@@ -119,14 +151,15 @@ func quote(s string) string {
 // command's stdin.
 func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinPath string) []byte {
 	var b bytes.Buffer
-	b.Grow(len(c.Text) + 160)
+	b.Grow(len(c.Text) + 200)
 	n := strconv.FormatInt(seq, 10)
-	b.WriteString(d.seqVar)
+	b.WriteString(d.seqVar(nonce))
 	b.WriteString(n)
 	// The start record: the shell has parsed the line and runs it.
 	b.WriteString("; " + d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037' >&2; ")
 	if !d.source {
-		b.WriteString("__trl_c=")
+		b.WriteString(trlName(nonce, "c"))
+		b.WriteByte('=')
 		b.WriteString(quote(c.Text))
 		b.WriteString("; ")
 	}
@@ -137,26 +170,44 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 		b.WriteByte(' ')
 	}
 	if d.source {
-		b.WriteString(". ")
+		// Quoted words are never alias-expanded: `alias .=false` cannot
+		// stand in for the builtin.
+		b.WriteString("\\. ")
 		b.WriteString(quote(cmdFile))
 		b.WriteByte(' ')
 	} else {
-		b.WriteString("__trl_run ")
+		b.WriteString(trlName(nonce, "r"))
+		b.WriteByte(' ')
 	}
+	// fd 5 (the spare stderr pipe, see settle) is out of the command's
+	// reach. It is closed first so that bash restores it last: after a
+	// `ulimit -n 5` it cannot, and must have restored 0-2 before it
+	// gives up.
+	b.WriteString("5>&- ")
 	if stdinPath != "" {
 		b.WriteString("<")
 		b.WriteString(quote(stdinPath))
 	} else {
 		b.WriteString("<&3")
 	}
-	b.WriteString(" 2>&4 3<&- 4>&-\n")
+	// stdout is re-pointed at the terminal (fd 3) like stdin and
+	// stderr, so an `exec >/dev/null` in one command ends with it.
+	b.WriteString(" >&3 2>&4 3<&- 4>&-")
+	if d.epilogue {
+		b.WriteString("; " + trlName(nonce, "f") + " $?")
+	}
+	b.WriteByte('\n')
 	return b.Bytes()
 }
 
 // record is one parsed prompt record.
 type record struct {
-	seq    int64
-	start  bool // a start record: the shell began executing line seq
+	seq   int64
+	start bool // a start record: the shell began executing line seq
+	// valid is set when the sequence number and status are numbers: an
+	// echo of the setup line (a program that is not a shell, or a shell
+	// tracing its input) shows the unexpanded "$_trl…n:$?" instead.
+	valid  bool
 	status int
 	cwd    string
 }
@@ -200,13 +251,15 @@ func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
 		}
 		seq, rest2, _ := strings.Cut(body, ":")
 		status, cwd, _ := strings.Cut(rest2, ":")
-		r := record{cwd: cwd}
+		r := record{cwd: cwd, valid: true}
 		var err error
 		if r.seq, err = strconv.ParseInt(seq, 10, 64); err != nil {
 			r.seq = -2 // matches no command
+			r.valid = false
 		}
 		if r.status, err = strconv.Atoi(status); err != nil {
 			r.status = -1
+			r.valid = false
 		}
 		recs = append(recs, r)
 	}

@@ -3,7 +3,6 @@ package session
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -14,8 +13,9 @@ import (
 // sent SIGINT: an interrupt that reaches a shell just as it finishes a
 // line makes it drop the next line it reads, and bash interrupted while
 // it undoes a line's redirections can leave fd 3 or 4 closed. A line that
-// reopens those two if need be (the terminal, and the stderr pipe through
-// the daemon's own fd) is sent, and sent again under a new sequence
+// reopens those two if need be (the terminal, and the stderr pipe from the
+// spare copy the shell was given as fd 5; reopening it through
+// /proc/<daemon>/fd fails under hidepid) is sent, and sent again under a new sequence
 // number until its prompt record comes back; only then does the real
 // command follow. Called with mu held; it releases mu while it waits,
 // holding the session busy.
@@ -27,15 +27,15 @@ func (s *Session) settle() error {
 		s.job = j
 		s.ioMu.Unlock()
 		s.state = StateBusy
-		line := []byte(s.dialect.seqVar + strconv.FormatInt(j.seq, 10) +
-			"; { command : <&3; } 2>/dev/null || exec 3<>/dev/tty; { command : >&4; } 2>/dev/null || exec 4>" + s.errPath() + "\n")
+		line := []byte(s.dialect.seqVar(s.nonce) + strconv.FormatInt(j.seq, 10) +
+			"; { command : <&3; } 2>/dev/null || exec 3<>/dev/tty; { command : >&4; } 2>/dev/null || exec 4>&5\n")
 		s.mu.Unlock()
 		s.cmdW.Write(line)
 		select {
 		case <-j.Done():
 			s.mu.Lock()
 			if s.state == StateExited || s.closing {
-				return fmt.Errorf("%w: session %s's shell has exited; create a new session", ErrExited, s.id)
+				return s.exitedErr()
 			}
 			return nil
 		case <-time.After(time.Duration(50*(attempt+1)) * time.Millisecond):
@@ -47,21 +47,16 @@ func (s *Session) settle() error {
 			s.ioMu.Unlock()
 		}
 		if s.state == StateExited || s.closing {
-			return fmt.Errorf("%w: session %s's shell has exited; create a new session", ErrExited, s.id)
+			return s.exitedErr()
 		}
 		s.log.Debug().Int64("seq", j.seq).Msg("shell dropped a line after an interrupt; sending another")
 	}
 	// The shell no longer answers: end it, so that the session says
 	// exited rather than staying busy for ever.
 	s.mu.Unlock()
-	s.killTree()
+	s.endWith(fmt.Errorf("%w: the shell stopped reading commands after an interrupt (settle gave up) and was ended", ErrUnresponsive))
 	s.mu.Lock()
-	return fmt.Errorf("%w: session %s's shell stopped reading commands after an interrupt and was ended; create a new session", ErrExited, s.id)
-}
-
-// errPath names the stderr pipe's write end as the shell can open it.
-func (s *Session) errPath() string {
-	return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), s.errW.Fd())
+	return s.exitedErr()
 }
 
 // discard is the sink of lines trl sends for itself.
@@ -183,6 +178,7 @@ func (s *Session) interruptShell(job *Job) bool {
 		return false
 	}
 	s.resync = true
+	s.watchInterrupt(job)
 	s.log.Debug().Msg("interrupted the shell")
 	return true
 }

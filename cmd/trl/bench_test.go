@@ -38,12 +38,13 @@ func TestBenchQuick(t *testing.T) {
 			HTTP     benchPath      `json:"http"`
 			Error    string         `json:"error"`
 		} `json:"latency"`
-		Stream   map[string]any   `json:"stream"`
-		LargeRun map[string]any   `json:"large_run"`
-		Sessions map[string]any   `json:"sessions"`
-		Parallel map[string]any   `json:"parallel"`
-		Cancel   map[string]any   `json:"cancel"`
-		Goals    []map[string]any `json:"goals"`
+		Stream      map[string]any   `json:"stream"`
+		LargeRun    map[string]any   `json:"large_run"`
+		Sessions    map[string]any   `json:"sessions"`
+		Parallel    map[string]any   `json:"parallel"`
+		Cancel      map[string]any   `json:"cancel"`
+		Interactive map[string]any   `json:"interactive"`
+		Goals       []map[string]any `json:"goals"`
 	}
 	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
 	assert.Positive(t, rep.Machine.CPUs)
@@ -62,7 +63,7 @@ func TestBenchQuick(t *testing.T) {
 	assert.True(t, l.HTTP.Skipped != "" || len(l.HTTP.ExecRun) > 0, "http: neither measured nor skipped")
 
 	for name, sec := range map[string]map[string]any{"stream": rep.Stream, "large_run": rep.LargeRun,
-		"sessions": rep.Sessions, "parallel": rep.Parallel, "cancel": rep.Cancel} {
+		"sessions": rep.Sessions, "parallel": rep.Parallel, "cancel": rep.Cancel, "interactive": rep.Interactive} {
 		require.NotNil(t, sec, name)
 		assert.Nil(t, sec["error"], "%s: %v", name, sec["error"])
 	}
@@ -74,9 +75,10 @@ func TestBenchQuick(t *testing.T) {
 	assert.NotNil(t, rep.Sessions["reused"], "second round on reused heap")
 	assert.Len(t, rep.Sessions["steps"], 2, "at 3 and 6 sessions")
 	assert.NotNil(t, rep.Cancel["latency"])
+	assert.NotNil(t, rep.Interactive["to_waiting_input"])
 	levels, _ := rep.Parallel["levels"].([]any)
 	assert.Len(t, levels, 5, "1, 2, 4, 8 and 32 clients")
-	assert.Len(t, rep.Goals, 11)
+	assert.Len(t, rep.Goals, 12)
 }
 
 type benchPath struct {

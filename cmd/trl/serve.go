@@ -26,6 +26,7 @@ type limits struct {
 	streamRetain    time.Duration
 	maxStreams      int
 	auditLog        string
+	isolate         isolateFlags
 }
 
 func (l *limits) register(fs *flag.FlagSet) {
@@ -37,12 +38,17 @@ func (l *limits) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.streamRetain, "stream-retain", 10*time.Minute, "how long a finished stream stays readable by exec.read and exec.attach")
 	fs.IntVar(&l.maxStreams, "max-streams", 256, "most finished streams kept")
 	fs.StringVar(&l.auditLog, "audit-log", "", "also append the audit trail (one JSON line per command) to this file")
+	l.isolate.register(fs)
 }
 
 // runtime builds the method table these limits describe.
 func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
+	iso, err := l.isolate.isolation()
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := runtime.Options{
-		Sessions: session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true},
+		Sessions: session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso},
 		Streams:  exec.StreamOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
 		Logger:   log,
 		TransportLimits: map[string]int64{

@@ -48,7 +48,7 @@ type Options struct {
 // Groups are the measurement groups, in the order they run. Memory comes
 // first, on a daemon that has done nothing yet: later groups leave freed
 // heap behind that new sessions would reuse, hiding their cost.
-var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream", "screen"}
+var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream", "screen", "interactive"}
 
 // plan is how much of each measurement a run does.
 type plan struct {
@@ -105,7 +105,10 @@ type Report struct {
 	Parallel *Parallel `json:"parallel"`
 	Cancel   *Cancel   `json:"cancel"`
 	Screen   *Screen   `json:"screen"`
-	Goals    []Goal    `json:"goals"`
+	// Interactive is SPEC §8: how soon a prompt is told, and a REPL's
+	// round trip.
+	Interactive *Interactive `json:"interactive"`
+	Goals       []Goal       `json:"goals"`
 }
 
 // Config records how the run was made.
@@ -161,13 +164,14 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	rep.Machine.TRLVersion = r.version()
 
 	steps := map[string]func(){
-		"sessions": func() { rep.Sessions = r.sessions() },
-		"latency":  func() { rep.Latency = r.latency() },
-		"parallel": func() { rep.Parallel = r.parallel() },
-		"cancel":   func() { rep.Cancel = r.cancel() },
-		"largerun": func() { rep.LargeRun = r.largeRun() },
-		"stream":   func() { rep.Stream = r.stream() },
-		"screen":   func() { rep.Screen = r.screen() },
+		"sessions":    func() { rep.Sessions = r.sessions() },
+		"latency":     func() { rep.Latency = r.latency() },
+		"parallel":    func() { rep.Parallel = r.parallel() },
+		"cancel":      func() { rep.Cancel = r.cancel() },
+		"largerun":    func() { rep.LargeRun = r.largeRun() },
+		"stream":      func() { rep.Stream = r.stream() },
+		"screen":      func() { rep.Screen = r.screen() },
+		"interactive": func() { rep.Interactive = r.interactive() },
 	}
 	for _, g := range Groups {
 		if len(o.Only) > 0 && !slices.Contains(o.Only, g) {

@@ -23,6 +23,7 @@ const (
 	goalParallelClients = 8
 	goalParallelRate    = 4000
 	goalScreenP50US     = 200
+	goalWaitingP95US    = 500_000
 	goalRenderRatio     = 10
 )
 
@@ -100,7 +101,19 @@ func goals(rep *Report) []Goal {
 	}
 	add("session.screen 80×24 p50 ≤ 200 µs", scr != nil, scr != nil && scr.P50US <= goalScreenP50US, "%s", fmtUS(p50(scr)))
 	add("render text of an apt log ≥ 10× smaller", ratio > 0, ratio >= goalRenderRatio, "%.1f×", ratio)
+	var prompt *Stats
+	if in := rep.Interactive; in != nil {
+		prompt = in.ToWaiting
+	}
+	add("waiting_input told p95 ≤ 500 ms after the prompt", prompt != nil, prompt != nil && prompt.P95US <= goalWaitingP95US, "p95 %s", fmtUS(p95(prompt)))
 	return gs
+}
+
+func p95(s *Stats) float64 {
+	if s == nil {
+		return 0
+	}
+	return s.P95US
 }
 
 func p50(s *Stats) float64 {

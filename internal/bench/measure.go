@@ -12,6 +12,7 @@ type Stats struct {
 	N      int     `json:"n"`
 	P50US  float64 `json:"p50_us"`
 	P90US  float64 `json:"p90_us"`
+	P95US  float64 `json:"p95_us"`
 	P99US  float64 `json:"p99_us"`
 	MaxUS  float64 `json:"max_us"`
 	MeanUS float64 `json:"mean_us"`
@@ -32,6 +33,7 @@ func Summarize(samples []time.Duration) Stats {
 		N:      len(samples),
 		P50US:  us(percentile(samples, 0.50)),
 		P90US:  us(percentile(samples, 0.90)),
+		P95US:  us(percentile(samples, 0.95)),
 		P99US:  us(percentile(samples, 0.99)),
 		MaxUS:  us(samples[len(samples)-1]),
 		MeanUS: us(sum / time.Duration(len(samples))),

@@ -33,6 +33,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	parallelTable(tw, rep.Parallel)
 	cancelTable(tw, rep.Cancel)
 	screenTable(tw, rep.Screen)
+	interactiveTable(tw, rep.Interactive)
 	goalsTable(tw, rep.Goals)
 	tw.Flush()
 	_, err := io.WriteString(w, b.String())

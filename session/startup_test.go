@@ -1,0 +1,122 @@
+package session
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInheritedEnvNeutralised: TMOUT, ENV, SHELLOPTS and the like in the
+// daemon's environment do not change trl's shells; from session.create's
+// env the shell-state ones are refused and ENV reaches commands without
+// being read by trl's shell (issue 10 item 5).
+func TestInheritedEnvNeutralised(t *testing.T) {
+	rc := filepath.Join(t.TempDir(), "rc")
+	require.NoError(t, os.WriteFile(rc, []byte("alias ls='echo HIJACKED'\necho RCREAD\n"), 0o644))
+	base := append(os.Environ(), "TMOUT=1", "ENV="+rc, "BASH_ENV="+rc, "SHELLOPTS=xtrace:vi", "BASHOPTS=xpg_echo",
+		"PROMPT_COMMAND=echo PC", "POSIXLY_CORRECT=1", "ZDOTDIR="+filepath.Dir(rc))
+	m := NewManager(Options{Logger: testLogger(), Subreaper: true, BaseEnv: base})
+	t.Cleanup(m.CloseAll)
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			out, errOut, st := run2(t, s, "ls -d /; echo \"[$TMOUT][$ENV][$SHELLOPTS]\" | grep -c vi; true")
+			assert.Equal(t, "/\n0\n", out)
+			assert.Empty(t, errOut)
+			assert.Equal(t, 0, st.ExitCode)
+			time.Sleep(2500 * time.Millisecond) // longer than TMOUT
+			out, _, st = run2(t, s, "echo alive")
+			assert.Equal(t, "alive\n", out)
+			assert.False(t, st.Exited)
+
+			// From session.create: ENV is exported after start-up.
+			s2, err := m.Create(Config{Shell: shell, Env: map[string]string{"ENV": rc}})
+			require.NoError(t, err)
+			out, _, _ = run2(t, s2, "ls -d /; echo \"$ENV\"")
+			assert.Equal(t, "/\n"+rc+"\n", out)
+
+			for _, k := range []string{"TMOUT", "SHELLOPTS", "PROMPT_COMMAND", "PS1"} {
+				_, err := m.Create(Config{Shell: shell, Env: map[string]string{k: "x"}})
+				assert.ErrorIs(t, err, ErrInvalid, k)
+			}
+		})
+	}
+}
+
+// TestExitedSessionsDoNotCount: sessions whose shell exited do not hold
+// places under MaxSessions (issue 10 item 6).
+func TestExitedSessionsDoNotCount(t *testing.T) {
+	m := NewManager(Options{Logger: testLogger(), Subreaper: true, MaxSessions: 2})
+	t.Cleanup(m.CloseAll)
+	for i := 0; i < 2; i++ {
+		s, err := m.Create(Config{})
+		require.NoError(t, err)
+		_, err = s.Start(Command{Text: "exit 0"}, &splitSink{})
+		require.NoError(t, err)
+		require.Eventually(t, s.hasExited, 10*time.Second, 10*time.Millisecond)
+	}
+	s, err := m.Create(Config{})
+	require.NoError(t, err, "exited sessions must not count against the limit")
+	_, err = m.Create(Config{})
+	require.NoError(t, err)
+	_, err = m.Create(Config{})
+	assert.ErrorIs(t, err, ErrLimit, "two live sessions fill a limit of 2")
+	out, _, _ := run2(t, s, "echo ok")
+	assert.Equal(t, "ok\n", out)
+}
+
+// TestNonShellRefused: a program that is not a shell is refused at
+// session.create with a clear error, even one that echoes the set-up line
+// back where the prompt record would come (issue 10 item 7).
+func TestNonShellRefused(t *testing.T) {
+	echoer := filepath.Join(t.TempDir(), "echoer")
+	require.NoError(t, os.WriteFile(echoer, []byte("#!/bin/sh\nexec cat >&2\n"), 0o755))
+	shells := []string{echoer}
+	if p, err := exec.LookPath("python3"); err == nil {
+		shells = append(shells, p)
+	} else {
+		t.Log("python3 is not installed: only the echoing program is tried")
+	}
+	m := NewManager(Options{Logger: testLogger(), Subreaper: true, StartTimeout: 2 * time.Second})
+	t.Cleanup(m.CloseAll)
+	for _, sh := range shells {
+		_, err := m.Create(Config{Shell: sh})
+		require.ErrorIs(t, err, ErrStart, sh)
+		assert.Contains(t, err.Error(), "POSIX shell", sh)
+		assert.Zero(t, m.Len())
+	}
+}
+
+// TestEndCauses: every way a session ends is recorded and shown by Info
+// (issue 9 item 2).
+func TestEndCauses(t *testing.T) {
+	m := newManager(t)
+	s, err := m.Create(Config{})
+	require.NoError(t, err)
+	assert.Empty(t, s.Info().EndCause)
+	assert.NoError(t, s.EndCause())
+	run2(t, s, "exit 3")
+	require.Eventually(t, s.hasExited, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, "shell exited with status 3", s.Info().EndCause)
+	assert.ErrorIs(t, s.EndCause(), ErrShellExited)
+
+	s, err = m.Create(Config{})
+	require.NoError(t, err)
+	_, err = m.Destroy(s.ID(), false)
+	require.NoError(t, err)
+	assert.ErrorIs(t, s.EndCause(), ErrDestroyed)
+	assert.Contains(t, s.Info().EndCause, "session.destroy")
+
+	m2 := NewManager(Options{Logger: testLogger(), Subreaper: true})
+	s, err = m2.Create(Config{})
+	require.NoError(t, err)
+	m2.CloseAll()
+	assert.ErrorIs(t, s.EndCause(), ErrShutdown)
+}

@@ -1,0 +1,93 @@
+package session
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Terminal hygiene (SPEC §9): the modes and window size trl gives the
+// terminal at launch are trl's, not the commands'. A command may change
+// them (`stty onlcr`, `stty olcuc`, `reset`, `stty cols 20`, a `less`
+// killed by a timeout), and every later command's output would be
+// changed with them; so before each command line the launch settings are
+// put back. Whatever configureTerminal sets is captured after it has set
+// it, so the restore follows any change to the launch settings (echo on or
+// off alike).
+
+// termModes is what restoreTerminal puts back, with the session's size.
+type termModes struct {
+	termios unix.Termios
+}
+
+// configureTerminal sets trl's terminal modes (echo on for what
+// exec.input types, ONLCR off so "\n" stays "\n"), sets the window size,
+// and returns the settings as the kernel now holds them.
+func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
+	rc, err := pts.SyscallConn()
+	if err != nil {
+		return termModes{}, err
+	}
+	var m termModes
+	var ioErr error
+	err = rc.Control(func(fd uintptr) {
+		t, e := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		if e != nil {
+			ioErr = e
+			return
+		}
+		// Commands arrive through a pipe, so echo never shows them; it
+		// shows what exec.input types, as a terminal does, and tells a
+		// line prompt from a password prompt (SPEC §8). ECHOCTL is off so
+		// that a typed control key does not print as ^X.
+		t.Lflag |= unix.ECHO | unix.ECHOE | unix.ECHOK
+		t.Lflag &^= unix.ECHONL | unix.ECHOCTL
+		t.Oflag &^= unix.ONLCR
+		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, t); e != nil {
+			ioErr = e
+			return
+		}
+		if e := unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(rows), Col: uint16(cols)}); e != nil {
+			ioErr = e
+			return
+		}
+		// Read back: the kernel may adjust what it was given.
+		if t, e = unix.IoctlGetTermios(int(fd), unix.TCGETS); e != nil {
+			ioErr = e
+			return
+		}
+		m.termios = *t
+	})
+	if err == nil {
+		err = ioErr
+	}
+	if err != nil {
+		return termModes{}, fmt.Errorf("configure pty: %w", err)
+	}
+	return m, nil
+}
+
+// restoreTerminal puts the launch modes and window size back, through the
+// master (a mode ioctl on a PTY master acts on its slave). Setting the
+// size it already has is a no-op in the kernel, so no SIGWINCH is sent
+// unless a command changed it. Called with mu held, between commands.
+func (s *Session) restoreTerminal() {
+	m := &s.modes
+	var ioErr error
+	err := s.ptmRaw.Control(func(fd uintptr) {
+		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, &m.termios); e != nil {
+			ioErr = e
+			return
+		}
+		// The size is the session's current one (session.resize
+		// changes it), not the launch one.
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(s.cfg.Rows), Col: uint16(s.cfg.Cols)})
+	})
+	if err == nil {
+		err = ioErr
+	}
+	if err != nil {
+		s.log.Debug().Err(err).Msg("restore the terminal's modes")
+	}
+}
