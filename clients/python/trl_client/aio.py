@@ -44,7 +44,7 @@ class AsyncStream(StreamBase):
 
     async def cancel(self, signal: Any = None) -> Result:
         """Signal the command (SIGINT by default)."""
-        return await self._client.cancel(self.session_id, signal)
+        return await self._client.cancel(self.session_id, signal, exec_id=self.info.get("exec_id"))
 
     async def close(self) -> None:
         """Stop following; the command goes on (resume with attach)."""

@@ -80,7 +80,7 @@ class Stream(StreamBase):
 
     def cancel(self, signal: Any = None) -> Result:
         """Signal the command (SIGINT by default)."""
-        return self._client.cancel(self.session_id, signal)
+        return self._client.cancel(self.session_id, signal, exec_id=self.info.get("exec_id"))
 
     def close(self) -> None:
         """Stop following; the command goes on (resume with attach)."""
