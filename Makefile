@@ -6,7 +6,7 @@ BIN     ?= bin/trl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/trl-project/trl/runtime.Version=$(VERSION)
 
-.PHONY: all build run test test-short vet fmt fuzz bench clean lint-deploy deploy-manifests
+.PHONY: all build run test test-short check vet fmt fuzz bench clean lint-deploy deploy-manifests
 
 all: vet test
 
@@ -16,11 +16,26 @@ build:
 run: build
 	./$(BIN) serve
 
-test:
+# staticcheck, pinned, installed through the module proxy into bin/.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := bin/staticcheck-$(STATICCHECK_VERSION)
+
+test: check
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 test-short:
 	$(GO) test -race -short -count=1 -timeout 5m ./...
+
+# check is the hygiene CI runs before the tests: vet, gofmt, a tidy
+# go.mod, staticcheck.
+check: vet $(STATICCHECK)
+	$(GO) mod tidy -diff
+	./$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p bin
+	GOBIN=$(CURDIR)/bin/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv bin/.staticcheck/staticcheck $@ && rmdir bin/.staticcheck
 
 vet:
 	$(GO) vet ./...

@@ -359,6 +359,7 @@ func streamName(s string) (session.Stream, error) {
 
 type attachParams struct {
 	StreamID     string `json:"stream_id"`
+	ExecID       string `json:"exec_id"`
 	Offset       int64  `json:"offset"`
 	StderrOffset int64  `json:"stderr_offset"`
 }
@@ -367,6 +368,16 @@ func (rt *Runtime) execAttach(_ context.Context, call *protocol.Call) (*protocol
 	var p attachParams
 	if err := protocol.DecodeParams(call.Params, &p); err != nil {
 		return nil, err
+	}
+	if p.StreamID == "" && p.ExecID != "" {
+		c, err := rt.lookupExec(p.ExecID)
+		if err != nil {
+			return nil, err
+		}
+		if c.st == nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "exec.attach follows exec.stream commands; %s was started by exec.run: use exec.wait for its news and exec.read for its output", c.id)
+		}
+		p.StreamID = c.st.ID
 	}
 	st, err := rt.stream(p.StreamID)
 	if err != nil {

@@ -345,9 +345,7 @@ func (rt *Runtime) execList(_ context.Context, call *protocol.Call) (*protocol.R
 	}
 	rt.mu.Lock()
 	cs := make([]*command, 0, len(rt.cmds))
-	for _, c := range rt.finished {
-		cs = append(cs, c)
-	}
+	cs = append(cs, rt.finished...)
 	for _, c := range rt.running {
 		cs = append(cs, c)
 	}

@@ -309,3 +309,29 @@ func TestInputErrors(t *testing.T) {
 	}
 	mustCall(t, rt, "exec.cancel", map[string]any{"exec_id": st["exec_id"]})
 }
+
+// exec.stream's stream_id is its exec_id: exec.wait, exec.read and
+// exec.attach take it; exec.attach refuses an exec.run command's id.
+func TestStreamIDIsExecID(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	id := mustCall(t, rt, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	st := mustCall(t, rt, "exec.stream", map[string]any{"session_id": id, "command": "echo streamed; read x; echo after=$x"})
+	require.Equal(t, st["stream_id"], st["exec_id"])
+	xid := st["exec_id"].(string)
+	w := mustCall(t, rt, "exec.wait", map[string]any{"exec_id": xid, "timeout_ms": 10000})
+	waiting(t, w, "line")
+	assert.Equal(t, "streamed\n", w["stdout"])
+	w = mustCall(t, rt, "exec.input", map[string]any{"exec_id": xid, "input": "z\r"})
+	exited(t, w, 0)
+	assert.Contains(t, w["stdout"], "after=z\n")
+	r := mustCall(t, rt, "exec.read", map[string]any{"exec_id": xid})
+	assert.Contains(t, r["data"], "streamed\n")
+	a := mustCall(t, rt, "exec.attach", map[string]any{"exec_id": xid})
+	assert.Equal(t, xid, a["stream_id"])
+
+	run := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "true"})
+	_, perr := callJSON(t, rt, "exec.attach", map[string]any{"exec_id": run["exec_id"]})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+}

@@ -2,7 +2,6 @@ package termwait
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"os"
 	osexec "os/exec"
@@ -191,5 +190,3 @@ func (p *prog) exited(limit time.Duration) {
 		p.t.Fatalf("did not exit within %s; output: %q", limit, p.output())
 	}
 }
-
-var errSkip = errors.New("skip")
