@@ -2,6 +2,7 @@ package clients
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -126,7 +127,10 @@ func startDaemon(t *testing.T) (socket, url string) {
 func TestPythonClient(t *testing.T) {
 	py := python3(t)
 	socket, url := startDaemon(t)
-	cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
+	// A hung test must fail here with its output, not at go test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 	cmd.Dir = "python"
 	cmd.Env = append(os.Environ(),
 		"PYTHONPATH="+mustAbs(t, "python"),
@@ -137,6 +141,9 @@ func TestPythonClient(t *testing.T) {
 	)
 	out, err := cmd.CombinedOutput()
 	t.Logf("python3 -m unittest:\n%s", out)
+	if ctx.Err() != nil {
+		t.Fatalf("the Python client's tests did not finish within 5 minutes")
+	}
 	if err != nil {
 		t.Fatalf("the Python client's tests failed: %v", err)
 	}

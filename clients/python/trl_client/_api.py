@@ -104,16 +104,22 @@ class Methods:
         return self._stream("exec.stream", params(session_id=session_id, command=command, timeout_s=timeout_s,
                                                   stdin=stdin, env=env), on_output, on_stdout, on_stderr)
 
-    def read(self, stream_id: str, offset: int = 0, limit: Optional[int] = None, stream: Optional[str] = None) -> Any:
-        """Read retained output of a stream (or exec) from ``offset``."""
-        return self._call("exec.read", params(stream_id=stream_id, offset=offset, limit=limit, stream=stream))
+    def read(self, stream_id: Optional[str] = None, offset: int = 0, limit: Optional[int] = None,
+             stream: Optional[str] = None, *, exec_id: Optional[str] = None, render: Optional[str] = None) -> Any:
+        """Read retained output of a stream (or, by ``exec_id``, a command) from ``offset``.
 
-    def attach(self, stream_id: str, offset: int = 0, stderr_offset: int = 0, *,
-               on_output: Optional[Callable[[Any], Any]] = None, on_stdout: Optional[OutputCallback] = None,
-               on_stderr: Optional[OutputCallback] = None) -> Any:
-        """Follow a running or finished stream again from the given offsets."""
-        return self._stream("exec.attach", params(stream_id=stream_id, offset=offset, stderr_offset=stderr_offset),
-                            on_output, on_stdout, on_stderr)
+        ``render="text"`` returns it as a reader sees it (escapes gone,
+        ``\r`` redraws collapsed).
+        """
+        return self._call("exec.read", params(stream_id=stream_id, exec_id=exec_id, offset=offset, limit=limit,
+                                              stream=stream, render=render))
+
+    def attach(self, stream_id: Optional[str] = None, offset: int = 0, stderr_offset: int = 0, *,
+               exec_id: Optional[str] = None, on_output: Optional[Callable[[Any], Any]] = None,
+               on_stdout: Optional[OutputCallback] = None, on_stderr: Optional[OutputCallback] = None) -> Any:
+        """Follow a running or finished stream (or command) again from the given offsets."""
+        return self._stream("exec.attach", params(stream_id=stream_id, exec_id=exec_id, offset=offset,
+                                                  stderr_offset=stderr_offset), on_output, on_stdout, on_stderr)
 
     def cancel(self, session_id: Optional[str] = None, signal: Union[str, int, None] = None, *,
                exec_id: Optional[str] = None) -> Any:
@@ -151,6 +157,11 @@ class Methods:
         """What a person would see on the session's terminal (SPEC §9)."""
         return self._call("session.screen", params(session_id=session_id, scrollback_lines=scrollback_lines,
                                                    format=format))
+
+    def session_output(self, session_id: str, offset: int = 0, limit: Optional[int] = None,
+                       render: Optional[str] = None) -> Any:
+        """Output written while no command ran (background jobs), from ``offset``."""
+        return self._call("session.output", params(session_id=session_id, offset=offset, limit=limit, render=render))
 
     def resize(self, session_id: str, rows: int, cols: int) -> Any:
         """Set the session's terminal size (the program gets SIGWINCH)."""

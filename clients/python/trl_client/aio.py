@@ -44,7 +44,7 @@ class AsyncStream(StreamBase):
 
     async def cancel(self, signal: Any = None) -> Result:
         """Signal the command (SIGINT by default)."""
-        return await self._client.cancel(self.session_id, signal)
+        return await self._client.cancel(self.session_id, signal, exec_id=self.info.get("exec_id"))
 
     async def close(self) -> None:
         """Stop following; the command goes on (resume with attach)."""
@@ -177,9 +177,10 @@ class _UnixTransport:
         return (await self._send(method, p, False))[0]
 
     async def open_stream(self, method: str, p: Dict[str, Any]) -> Tuple[Reply, _Source]:
-        if self._proto.following(p.get("stream_id")):
+        sid = p.get("stream_id") or p.get("exec_id")
+        if self._proto.following(sid):
             raise ValueError("this connection already follows %s (until its exit, even once closed); "
-                             "attach from another AsyncClient" % p["stream_id"])
+                             "attach from another AsyncClient" % sid)
         reply, q = await self._send(method, p, True)
         return reply, _QueueSource(self, reply.stream_id or "", q if q is not None else asyncio.Queue())
 

@@ -80,7 +80,7 @@ class Stream(StreamBase):
 
     def cancel(self, signal: Any = None) -> Result:
         """Signal the command (SIGINT by default)."""
-        return self._client.cancel(self.session_id, signal)
+        return self._client.cancel(self.session_id, signal, exec_id=self.info.get("exec_id"))
 
     def close(self) -> None:
         """Stop following; the command goes on (resume with attach)."""
@@ -227,9 +227,10 @@ class _UnixTransport:
 
     def open_stream(self, method: str, p: Dict[str, Any]) -> Tuple[Reply, _Source]:
         with self._mu:
-            if self._proto.following(p.get("stream_id")):
+            sid = p.get("stream_id") or p.get("exec_id")
+            if self._proto.following(sid):
                 raise ValueError("this connection already follows %s (until its exit, even once closed); "
-                                 "attach from another Client" % p["stream_id"])
+                                 "attach from another Client" % sid)
         w = self._send(method, p, True)
         reply = w.get()
         return reply, _QueueSource(self, reply.stream_id or "", w.queue if w.queue is not None else queue.Queue())
