@@ -103,8 +103,8 @@ func (rt *Runtime) execRun(ctx context.Context, call *protocol.Call) (*protocol.
 	coll := exec.NewCollector(max)
 	c, err := rt.launch(s, r, session.NewID("x-", 8), call.Method, coll, func(c *command, x exec.Exit) {
 		rt.auditCommand(s, call.Actor, call.Method, r.Command, x, coll.Truncated())
-		st := coll.Result()
-		recordCommand(call.Method, x, st.StdoutBytes, st.StderrBytes)
+		act := c.watch.Activity()
+		recordCommand(call.Method, x, act.StdoutBytes, act.StderrBytes)
 	})
 	if err != nil {
 		return nil, rt.startError(s, err)
