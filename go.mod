@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/charmbracelet/x/ansi v0.11.9
+	github.com/coder/websocket v1.8.14
 	github.com/creack/pty v1.1.24
 	github.com/mattn/go-runewidth v0.0.31
 	github.com/prometheus/client_golang v1.25.0

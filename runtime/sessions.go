@@ -126,3 +126,9 @@ func (rt *Runtime) sessionDestroy(_ context.Context, call *protocol.Call) (*prot
 	rt.log.Info().Str("session", s.ID()).Str("actor", call.Actor).Msg("session.destroy")
 	return &protocol.Reply{Data: map[string]any{"session_id": s.ID(), "destroyed": true}}, nil
 }
+
+// Session returns a live session by id or name, for the web console,
+// which watches its terminal directly (session.Subscribe, Screen).
+func (rt *Runtime) Session(ref string) (*session.Session, error) {
+	return rt.sessions.Get(ref)
+}

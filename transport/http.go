@@ -60,6 +60,11 @@ type HTTPOptions struct {
 	// Probes, when set, answers GET /livez and /readyz without a token
 	// (the orchestrator's probes carry none), like /healthz.
 	Probes http.Handler
+	// Console, when set, serves /console/ (SPEC §11). It authenticates
+	// its own requests (a cookie from a one-time login URL, or the bearer
+	// token) and upgrades WebSockets, so it gets the request before the
+	// token check and the response writer unwrapped.
+	Console http.Handler
 	// Metrics, when set, answers GET /metrics behind the token.
 	Metrics http.Handler
 }

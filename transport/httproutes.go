@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/trl-project/trl/metrics"
@@ -28,6 +29,19 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.requests.Done()
+	if s.opts.Console != nil && (r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/")) {
+		if s.loopback && !isLoopbackHost(r.Host) {
+			writeEnvelope(rw, http.StatusForbidden, protocol.CodeAuthFailed,
+				"this daemon listens on loopback and answers only requests addressed to localhost, 127.0.0.1 or [::1]")
+			return
+		}
+		if r.URL.Path == "/console" {
+			http.Redirect(rw, r, "/console/", http.StatusMovedPermanently)
+			return
+		}
+		s.opts.Console.ServeHTTP(rw, r)
+		return
+	}
 	w := newStallWriter(rw, s.opts.WriteStallTimeout)
 	defer w.finish()
 	defer func() {

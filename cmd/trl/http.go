@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/console"
 	"github.com/trl-project/trl/gateway"
 	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/transport"
@@ -21,6 +22,12 @@ type httpFlags struct {
 	gatewayIdle    time.Duration
 	// probes and metrics are served on the HTTP listener when set.
 	probes, metrics http.Handler
+
+	// The web console (SPEC §11).
+	console, consoleWrite bool
+	record                string
+	// sessions gives the console the sessions' terminals.
+	sessions console.Sessions
 }
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
@@ -28,6 +35,9 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.headerTimeout, "http-header-timeout", transport.DefaultHTTPReadHeaderTimeout, "HTTP clients must send their request headers within this")
 	fs.DurationVar(&f.gatewayTimeout, "gateway-timeout", gateway.DefaultTimeout, "a gateway call's timeout when the request sets none; match the gateway's config.timeoutMs (at most 180s)")
 	fs.DurationVar(&f.gatewayIdle, "gateway-idle", gateway.DefaultIdleTimeout, "destroy a gateway session after this long without a call")
+	fs.BoolVar(&f.console, "console", false, "with --http: serve the web console on /console/ (read-only; log in with the one-time URL this logs, or `trl console`)")
+	fs.BoolVar(&f.consoleWrite, "console-write", false, "let a person logged into the console type into sessions (audited as actor console)")
+	fs.StringVar(&f.record, "record", "", "record each session's terminal (asciicast v2) and commands (JSON lines) into this directory; the console replays them")
 }
 
 // httpServing is the HTTP server and its gateway; a nil one (no --http)
@@ -36,6 +46,8 @@ type httpServing struct {
 	srv    *transport.HTTPServer
 	gw     *gateway.Gateway
 	served chan error
+	// stopRecording ends the recorder (nil: none).
+	stopRecording func()
 }
 
 // listen checks the token and binds the HTTP address; nil when --http was
@@ -49,8 +61,17 @@ func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) 
 	if token == "" {
 		return nil, errors.New("--http needs a bearer token: set TRL_AUTH_TOKEN (e.g. export TRL_AUTH_TOKEN=$(openssl rand -hex 32)); refusing to serve HTTP without one")
 	}
+	if (f.consoleWrite || f.console) && f.sessions == nil {
+		return nil, errors.New("--console needs the daemon's sessions")
+	}
+	var con *console.Console
+	if f.console || f.consoleWrite {
+		con = console.New(console.Options{Handler: h, Sessions: f.sessions, Write: f.consoleWrite, BearerToken: token,
+			RecordDir: f.record, Logger: log, Audit: log})
+	}
 	gw := gateway.New(h, gateway.Options{DefaultTimeout: f.gatewayTimeout, IdleTimeout: f.gatewayIdle, MaxBodyBytes: int64(maxBody), Logger: log})
 	srv, err := transport.ListenHTTP(f.addr, transport.HTTPOptions{
+		Console:           consoleHandler(con),
 		Token:             token,
 		Gateway:           gw,
 		MaxBodyBytes:      int64(maxBody),
@@ -63,7 +84,33 @@ func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) 
 		gw.Close()
 		return nil, err
 	}
-	return &httpServing{srv: srv, gw: gw, served: make(chan error, 1)}, nil
+	hs := &httpServing{srv: srv, gw: gw, served: make(chan error, 1)}
+	if con != nil {
+		log.Info().Str("url", con.LoginURL("http://"+srv.Addr().String())).Bool("write", f.consoleWrite).
+			Msg("web console: open this one-time login URL (or run `trl console` for another)")
+	}
+	if f.record != "" {
+		rec, err := console.NewRecorder(f.record, 0, h, f.sessions, log)
+		if err != nil {
+			srv.Close()
+			gw.Close()
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); rec.Run(ctx) }()
+		hs.stopRecording = func() { cancel(); <-done }
+	}
+	return hs, nil
+}
+
+// consoleHandler is con as an http.Handler, nil when there is none (a
+// nil *Console in the interface would not be nil).
+func consoleHandler(con *console.Console) http.Handler {
+	if con == nil {
+		return nil
+	}
+	return con
 }
 
 // serve starts answering with h.
@@ -98,6 +145,9 @@ func (s *httpServing) shutdown(ctx context.Context) (wait func()) {
 	return func() {
 		<-drained
 		s.gw.Close()
+		if s.stopRecording != nil {
+			s.stopRecording()
+		}
 	}
 }
 
@@ -108,4 +158,7 @@ func (s *httpServing) close() {
 	}
 	s.srv.Close()
 	s.gw.Close()
+	if s.stopRecording != nil {
+		s.stopRecording()
+	}
 }

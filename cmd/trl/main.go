@@ -25,6 +25,7 @@ usage:
   trl stdio  [limits...]
   trl call   [--socket PATH | --instance NAME | --http URL] METHOD [PARAMS_JSON]
   trl bench  [--socket PATH] [--json] [--quick] [--sessions N] [--stream-mb N]
+  trl console [--http URL]   print a one-time login URL for the web console
   trl version
 
 Run "trl serve --help" for the daemon's flags and limits.
@@ -48,6 +49,8 @@ func main() {
 		code = call(os.Args[2:], os.Stdout, os.Stderr)
 	case "bench":
 		code = benchCmd(os.Args[2:], os.Stdout, os.Stderr)
+	case "console":
+		code = consoleCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "version", "--version", "-v":
 		fmt.Println("trl", runtime.Version)
 	case "help", "--help", "-h":

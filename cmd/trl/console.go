@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// consoleCmd asks a daemon serving the web console (--http ADDR
+// --console) for a one-time login URL and prints it. The daemon's token
+// comes from TRL_AUTH_TOKEN; the URL is good once, for five minutes.
+func consoleCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("trl console", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("http", "http://127.0.0.1:8765", "the daemon's HTTP address")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	token := os.Getenv("TRL_AUTH_TOKEN")
+	if token == "" {
+		fmt.Fprintln(stderr, "trl console: set TRL_AUTH_TOKEN to the daemon's token")
+		return 2
+	}
+	u := *base
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	req, err := http.NewRequest(http.MethodPost, strings.TrimRight(u, "/")+"/console/api/login-url", nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "trl console:", err)
+		return 2
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		fmt.Fprintln(stderr, "trl console:", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	var out struct {
+		URL   string `json:"url"`
+		Error string `json:"error"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&out)
+	if resp.StatusCode != http.StatusOK || out.URL == "" {
+		msg := out.Error
+		if msg == "" {
+			msg = resp.Status + " (is the daemon serving --http with --console?)"
+		}
+		fmt.Fprintln(stderr, "trl console:", msg)
+		return 1
+	}
+	fmt.Fprintln(stdout, out.URL)
+	return 0
+}

@@ -1,0 +1,259 @@
+// Package console serves the web console of SPEC §11 under /console/: a
+// live list of sessions, a live terminal view of each (xterm.js, vendored
+// under static/vendor and embedded), each session's command transcript,
+// and replays of recordings. It owns the console's own authentication (a
+// one-time login URL exchanged for an HttpOnly, SameSite=Strict cookie),
+// its WebSocket viewers (each with a bounded queue: a slow browser never
+// slows a command, and one that falls behind is repainted from the
+// screen), and the asciicast recordings of --record.
+//
+// It reads sessions through the method table (protocol.Handler) and
+// watches a session's terminal through Sessions (the runtime).
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/session"
+)
+
+//go:embed static
+var static embed.FS
+
+// Sessions finds a live session to watch.
+type Sessions interface {
+	Session(ref string) (*session.Session, error)
+}
+
+// Options configure a Console.
+type Options struct {
+	// Handler is the method table (session.list, exec.list, exec.read).
+	Handler protocol.Handler
+	// Sessions gives the console a session's terminal.
+	Sessions Sessions
+	// Write lets a person type into sessions (--console-write); read-only
+	// otherwise.
+	Write bool
+	// BearerToken, when set, is accepted from programs instead of the
+	// cookie.
+	BearerToken string
+	// RecordDir holds the recordings the console replays; empty: none.
+	RecordDir string
+	Logger    zerolog.Logger
+	// Audit receives one event per input typed in the console.
+	Audit zerolog.Logger
+}
+
+// Console is an http.Handler for /console/.
+type Console struct {
+	opts   Options
+	auth   *auth
+	files  http.Handler
+	viewer viewerLimits
+}
+
+// New returns a Console.
+func New(opts Options) *Console {
+	sub, _ := fs.Sub(static, "static")
+	return &Console{
+		opts:   opts,
+		auth:   newAuth(opts.BearerToken),
+		files:  http.StripPrefix("/console/", http.FileServer(http.FS(sub))),
+		viewer: defaultViewerLimits,
+	}
+}
+
+// LoginURL returns a one-time login URL on base (such as
+// "http://127.0.0.1:8080"): good once, for five minutes.
+func (c *Console) LoginURL(base string) string {
+	return strings.TrimRight(base, "/") + "/console/login?token=" + url.QueryEscape(c.auth.newLogin())
+}
+
+// ServeHTTP routes /console/... requests.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// xterm.js sets styles from script (its own <style> elements), hence
+	// 'unsafe-inline' for styles only; no inline script is ever allowed.
+	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+
+	p := r.URL.Path
+	switch {
+	case p == "/console/login":
+		c.login(w, r)
+		return
+	case p == "/console/api/login-url":
+		c.loginURL(w, r)
+		return
+	}
+	if !c.auth.check(r) {
+		if strings.HasPrefix(p, "/console/api/") || p == "/console/ws" {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not logged in: open the login URL that `trl console` prints"})
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte("Not logged in. Run `trl console` (or read the daemon's log) for a one-time login URL.\n"))
+		return
+	}
+	switch {
+	case p == "/console/ws":
+		c.serveViewer(w, r)
+	case p == "/console/api/sessions":
+		c.sessions(w, r)
+	case p == "/console/api/commands":
+		c.commands(w, r)
+	case p == "/console/api/recordings":
+		c.recordings(w, r)
+	case strings.HasPrefix(p, "/console/api/recordings/"):
+		c.recording(w, r, strings.TrimPrefix(p, "/console/api/recordings/"))
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		c.files.ServeHTTP(w, r)
+	default:
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "GET only"})
+	}
+}
+
+var nextView = regexp.MustCompile(`^#[A-Za-z0-9/_.%-]{0,200}$`)
+
+// login exchanges a one-time token for the cookie, and drops the token
+// from the address bar by redirecting.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	cookie, ok := c.auth.redeem(r.URL.Query().Get("token"))
+	if !ok {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte("This login link was already used or has expired. Run `trl console` for a new one.\n"))
+		c.opts.Logger.Warn().Str("remote", r.RemoteAddr).Msg("console: refused a used or expired login token")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: cookie, Path: "/console/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		MaxAge: int(cookieTTL.Seconds()),
+	})
+	c.opts.Logger.Info().Str("remote", r.RemoteAddr).Msg("console: logged in")
+	// next is a view of the console (a fragment such as #session/s-…),
+	// never another address.
+	to := "/console/"
+	if next := r.URL.Query().Get("next"); nextView.MatchString(next) {
+		to += next
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// loginURL gives a program holding the bearer token a one-time login
+// URL for a person (`trl console`).
+func (c *Console) loginURL(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "POST only"})
+		return
+	}
+	if !c.auth.hasTok || !c.auth.check(r) {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "send the daemon's bearer token: Authorization: Bearer <TRL_AUTH_TOKEN>"})
+		return
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"url": c.LoginURL(scheme + "://" + r.Host)})
+}
+
+// call runs one method of the table for the console.
+func (c *Console) call(ctx context.Context, method string, params any) (any, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := c.opts.Handler.Handle(ctx, &protocol.Call{Method: method, Params: raw, Actor: "console"})
+	if err != nil {
+		return nil, err
+	}
+	return reply.Data, nil
+}
+
+// sessions lists the sessions with the command each runs.
+func (c *Console) sessions(w http.ResponseWriter, r *http.Request) {
+	list, err := c.call(r.Context(), protocol.MethodSessionList, map[string]any{})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	cmds, err := c.call(r.Context(), protocol.MethodExecList, map[string]any{})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": list, "commands": cmds, "write": c.opts.Write})
+}
+
+// transcriptLimit bounds each stream of each command in a transcript.
+const transcriptLimit = 64 << 10
+
+// commands is a session's transcript: each command kept, with its exit
+// code, duration and output.
+func (c *Console) commands(w http.ResponseWriter, r *http.Request) {
+	sid := r.URL.Query().Get("session")
+	if sid == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "session is required"})
+		return
+	}
+	data, err := c.call(r.Context(), protocol.MethodExecList, map[string]any{"session_id": sid})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	list, _ := data.(protocol.ExecList)
+	type entry struct {
+		protocol.ExecSummary
+		Stdout string `json:"stdout"`
+		Stderr string `json:"stderr"`
+	}
+	out := make([]entry, 0, len(list.Commands))
+	for _, cmd := range list.Commands {
+		e := entry{ExecSummary: cmd}
+		for _, stream := range []string{"stdout", "stderr"} {
+			d, err := c.call(r.Context(), protocol.MethodExecRead, map[string]any{"exec_id": cmd.ExecID, "stream": stream, "limit": transcriptLimit, "render": "text"})
+			if err != nil {
+				continue
+			}
+			m, _ := d.(map[string]any)
+			s, _ := m["data"].(string)
+			if stream == "stdout" {
+				e.Stdout = s
+			} else {
+				e.Stderr = s
+			}
+		}
+		out = append(out, e)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"session_id": sid, "commands": out})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	e := protocol.AsError(err)
+	status := http.StatusBadRequest
+	if e.Code == protocol.CodeSessionNotFound || e.Code == protocol.CodeStreamNotFound {
+		status = http.StatusNotFound
+	}
+	writeJSON(w, status, map[string]string{"error": e.Message, "code": string(e.Code)})
+}

@@ -1,0 +1,272 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/session"
+)
+
+// DefaultRecordLimit bounds one session's recording; past it the file
+// ends with a note that says so.
+const DefaultRecordLimit = 64 << 20
+
+// Recorder writes, for every session, an asciicast v2 file of its
+// terminal (<session>.cast: `asciinema play` replays it) and its commands
+// as JSON lines (<session>.commands.jsonl), each bounded in size. It finds
+// new sessions by looking at the session list every poll interval.
+type Recorder struct {
+	dir      string
+	limit    int64
+	handler  protocol.Handler
+	sessions Sessions
+	log      zerolog.Logger
+	poll     time.Duration
+
+	mu   sync.Mutex
+	recs map[string]*recording
+}
+
+// NewRecorder records into dir (made 0700 if missing).
+func NewRecorder(dir string, limit int64, h protocol.Handler, s Sessions, log zerolog.Logger) (*Recorder, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("recordings directory: %w", err)
+	}
+	if limit <= 0 {
+		limit = DefaultRecordLimit
+	}
+	return &Recorder{dir: dir, limit: limit, handler: h, sessions: s, log: log, poll: 500 * time.Millisecond, recs: map[string]*recording{}}, nil
+}
+
+// Run records until ctx ends, then closes every file.
+func (r *Recorder) Run(ctx context.Context) {
+	t := time.NewTicker(r.poll)
+	defer t.Stop()
+	defer r.closeAll()
+	for {
+		r.scan(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Recorder) scan(ctx context.Context) {
+	reply, err := r.handler.Handle(ctx, &protocol.Call{Method: protocol.MethodSessionList, Params: []byte("{}"), Actor: "recorder"})
+	if err != nil {
+		return
+	}
+	data, _ := reply.Data.(map[string]any)
+	infos, _ := data["sessions"].([]protocol.SessionInfo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, in := range infos {
+		if _, ok := r.recs[in.SessionID]; ok || in.State == "exited" {
+			continue
+		}
+		s, err := r.sessions.Session(in.SessionID)
+		if err != nil {
+			continue
+		}
+		rec, err := r.start(s, in)
+		if err != nil {
+			r.log.Warn().Err(err).Str("session", in.SessionID).Msg("recording not started")
+			continue
+		}
+		r.recs[in.SessionID] = rec
+	}
+	for id, rec := range r.recs {
+		rec.transcript(ctx, r.handler)
+		if _, err := r.sessions.Session(id); errors.Is(err, session.ErrNotFound) {
+			rec.close()
+			delete(r.recs, id)
+		}
+	}
+}
+
+func (r *Recorder) closeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, rec := range r.recs {
+		rec.close()
+		delete(r.recs, id)
+	}
+}
+
+// recording is one session's two files.
+type recording struct {
+	mu      sync.Mutex
+	start   time.Time
+	cast    *os.File
+	buf     *bufio.Writer
+	size    int64
+	limit   int64
+	cut     bool
+	cmds    *os.File
+	written map[string]bool
+	unsub   func()
+}
+
+type castHeader struct {
+	Version   int               `json:"version"`
+	Width     int               `json:"width"`
+	Height    int               `json:"height"`
+	Timestamp int64             `json:"timestamp"`
+	Title     string            `json:"title,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+}
+
+func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recording, error) {
+	open := func(name string) (*os.File, error) {
+		return os.OpenFile(filepath.Join(r.dir, name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	}
+	cast, err := open(in.SessionID + ".cast")
+	if err != nil {
+		return nil, err
+	}
+	cmds, err := open(in.SessionID + ".commands.jsonl")
+	if err != nil {
+		cast.Close()
+		return nil, err
+	}
+	rows, cols := s.Screen().Size()
+	rec := &recording{start: time.Now(), cast: cast, buf: bufio.NewWriterSize(cast, 32<<10), limit: r.limit, cmds: cmds, written: map[string]bool{}}
+	hdr, _ := json.Marshal(castHeader{Version: 2, Width: cols, Height: rows, Timestamp: rec.start.Unix(),
+		Title: "trl session " + in.Name, Env: map[string]string{"SHELL": in.Shell, "TERM": "xterm-256color"}})
+	rec.line(hdr)
+	rec.unsub = s.Subscribe(func(_ session.Stream, p []byte) { rec.event("o", p) })
+	return rec, nil
+}
+
+// event appends one [time, code, data] line; past the limit a last "m"
+// (marker) event says the recording was cut.
+func (rec *recording) event(code string, p []byte) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.cut || rec.buf == nil {
+		return
+	}
+	line, _ := json.Marshal([]any{time.Since(rec.start).Seconds(), code, string(p)})
+	if rec.size+int64(len(line))+1 > rec.limit {
+		rec.cut = true
+		note, _ := json.Marshal([]any{time.Since(rec.start).Seconds(), "m", fmt.Sprintf("recording cut at its limit of %d bytes", rec.limit)})
+		rec.lineLocked(note)
+		_ = rec.buf.Flush()
+		return
+	}
+	rec.lineLocked(line)
+}
+
+func (rec *recording) line(p []byte) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.lineLocked(p)
+}
+
+func (rec *recording) lineLocked(p []byte) {
+	n, _ := rec.buf.Write(append(p, '\n'))
+	rec.size += int64(n)
+	if rec.buf.Buffered() > 16<<10 {
+		_ = rec.buf.Flush()
+	}
+}
+
+// transcript appends the commands that ended since the last look.
+func (rec *recording) transcript(ctx context.Context, h protocol.Handler) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.buf != nil {
+		_ = rec.buf.Flush()
+	}
+	if rec.cmds == nil {
+		return
+	}
+	id := rec.cast.Name()
+	id = filepath.Base(id[:len(id)-len(".cast")])
+	reply, err := h.Handle(ctx, &protocol.Call{Method: protocol.MethodExecList, Params: []byte(`{"session_id":"` + id + `"}`), Actor: "recorder"})
+	if err != nil {
+		return
+	}
+	list, _ := reply.Data.(protocol.ExecList)
+	for _, c := range list.Commands {
+		if c.State != "exited" || rec.written[c.ExecID] {
+			continue
+		}
+		rec.written[c.ExecID] = true
+		line, _ := json.Marshal(c)
+		_, _ = rec.cmds.Write(append(line, '\n'))
+	}
+}
+
+func (rec *recording) close() {
+	if rec.unsub != nil {
+		rec.unsub()
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.buf != nil {
+		_ = rec.buf.Flush()
+		rec.buf = nil
+	}
+	rec.cast.Close()
+	rec.cmds.Close()
+	rec.cmds = nil
+}
+
+var castName = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.cast$`)
+
+// recordings lists the recordings the console can replay.
+func (c *Console) recordings(w http.ResponseWriter, _ *http.Request) {
+	out := []map[string]any{}
+	if c.opts.RecordDir != "" {
+		entries, _ := os.ReadDir(c.opts.RecordDir)
+		for _, e := range entries {
+			if !castName.MatchString(e.Name()) {
+				continue
+			}
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			out = append(out, map[string]any{"name": e.Name(), "bytes": info.Size(), "modified": info.ModTime().UTC().Format(time.RFC3339)})
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i]["modified"].(string) > out[j]["modified"].(string) })
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"recordings": out})
+}
+
+// recording serves one asciicast file for the replay view.
+func (c *Console) recording(w http.ResponseWriter, r *http.Request, name string) {
+	if c.opts.RecordDir == "" || !castName.MatchString(name) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such recording"})
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(c.opts.RecordDir, name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such recording"})
+		return
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such recording"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-asciicast")
+	http.ServeContent(w, r, name, info.ModTime(), f)
+}

@@ -1,0 +1,160 @@
+// trl console: the session list, a live terminal view, a transcript, and
+// replays of recordings. No framework, no inline script (the page's CSP
+// allows scripts from this origin only).
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+let listTimer = null;
+let viewer = null; // {term, ws, fit}
+
+function text(el, s) { el.textContent = s; return el; }
+function el(tag, cls, s) { const e = document.createElement(tag); if (cls) e.className = cls; if (s !== undefined) e.textContent = s; return e; }
+
+function age(iso) {
+  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (s < 60) return Math.round(s) + " s";
+  if (s < 3600) return Math.round(s / 60) + " min";
+  return (s / 3600).toFixed(1) + " h";
+}
+
+function show(view) {
+  for (const v of ["list-view", "session-view", "recordings-view"]) $(v).hidden = v !== view;
+}
+
+async function api(path) {
+  const r = await fetch(path, { credentials: "same-origin" });
+  if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error || r.statusText);
+  return r.json();
+}
+
+async function refreshList() {
+  let data;
+  try { data = await api("api/sessions"); } catch (e) { text($("empty"), "Cannot list sessions: " + e.message).hidden = false; return; }
+  text($("mode"), data.write ? "you may type into sessions" : "read-only");
+  const running = {};
+  for (const c of (data.commands && data.commands.commands) || []) if (c.state !== "exited") running[c.session_id] = c;
+  const body = $("sessions").tBodies[0];
+  body.replaceChildren();
+  const sessions = (data.sessions && data.sessions.sessions) || [];
+  $("empty").hidden = sessions.length > 0;
+  for (const s of sessions) {
+    const tr = el("tr", "row");
+    tr.dataset.session = s.session_id;
+    const c = running[s.session_id];
+    tr.append(el("td", "", s.name || s.session_id), el("td", "state-" + s.state, s.state),
+      el("td", "", c ? c.command : ""), el("td", c && c.input ? "waiting" : "", c && c.input ? c.input.kind + ": " + c.input.prompt : ""),
+      el("td", "", s.working_dir), el("td", "", age(s.created_at)));
+    tr.addEventListener("click", () => { location.hash = "session/" + encodeURIComponent(s.session_id); });
+    body.append(tr);
+  }
+}
+
+function closeViewer() {
+  if (!viewer) return;
+  try { viewer.ws.close(); } catch (_) {}
+  viewer.term.dispose();
+  viewer = null;
+}
+
+function openSession(id) {
+  show("session-view");
+  text($("session-title"), "Session " + id);
+  $("terminal").hidden = false; $("transcript").hidden = true;
+  $("tab-live").className = "on"; $("tab-transcript").className = "";
+  closeViewer();
+  const term = new Terminal({ convertEol: false, scrollback: 5000, fontSize: 14 });
+  const fit = new FitAddon.FitAddon();
+  term.loadAddon(fit);
+  term.open($("terminal"));
+  const proto = location.protocol === "https:" ? "wss:" : "ws:";
+  const ws = new WebSocket(proto + "//" + location.host + "/console/ws?session=" + encodeURIComponent(id));
+  ws.binaryType = "arraybuffer";
+  viewer = { term, ws, fit };
+  ws.onmessage = (ev) => {
+    if (typeof ev.data === "string") {
+      const m = JSON.parse(ev.data);
+      if (m.type === "hello") {
+        term.resize(m.cols, m.rows);
+        text($("hint"), m.write ? "Typing here goes to the session." : "Read-only: start the daemon with --console-write to type.");
+      } else if (m.type === "error") {
+        text($("hint"), m.message);
+      }
+      return;
+    }
+    term.write(new Uint8Array(ev.data));
+  };
+  ws.onclose = () => text($("hint"), "Disconnected.");
+  term.onData((d) => { if (ws.readyState === 1) ws.send(JSON.stringify({ type: "input", data: d })); });
+}
+
+async function openTranscript(id) {
+  $("terminal").hidden = true; $("transcript").hidden = false;
+  $("tab-live").className = ""; $("tab-transcript").className = "on";
+  const box = $("transcript");
+  box.replaceChildren();
+  let data;
+  try { data = await api("api/commands?session=" + encodeURIComponent(id)); } catch (e) { box.append(el("p", "", e.message)); return; }
+  if (!data.commands.length) box.append(el("p", "", "No commands yet."));
+  for (const c of data.commands) {
+    const d = el("div", "cmd");
+    const h = el("h3", "", "$ " + c.command);
+    const code = c.exit_code === null ? c.state : "exit " + c.exit_code;
+    const meta = el("span", "meta " + (c.exit_code === 0 ? "exit-ok" : c.exit_code === null ? "" : "exit-bad"), code + " · " + c.started_at);
+    h.prepend(meta);
+    d.append(h);
+    if (c.stdout) d.append(el("pre", "stdout", c.stdout));
+    if (c.stderr) d.append(el("pre", "stderr", c.stderr));
+    box.append(d);
+  }
+}
+
+async function openRecordings() {
+  show("recordings-view");
+  closeViewer();
+  const ul = $("recordings");
+  ul.replaceChildren();
+  const data = await api("api/recordings");
+  if (!data.recordings.length) ul.append(el("li", "", "No recordings (start the daemon with --record DIR)."));
+  for (const r of data.recordings) {
+    const li = el("li");
+    const a = el("a", "", r.name + " (" + r.bytes + " bytes)");
+    a.href = "#recordings/" + encodeURIComponent(r.name);
+    li.append(a);
+    ul.append(li);
+  }
+}
+
+async function play(name) {
+  await openRecordings();
+  const box = $("player");
+  box.replaceChildren();
+  const r = await fetch("api/recordings/" + encodeURIComponent(name), { credentials: "same-origin" });
+  const lines = (await r.text()).split("\n").filter(Boolean);
+  const hdr = JSON.parse(lines[0]);
+  const term = new Terminal({ cols: hdr.width, rows: hdr.height });
+  term.open(box);
+  const start = performance.now();
+  for (const line of lines.slice(1)) {
+    const [t, code, data] = JSON.parse(line);
+    const wait = t * 1000 - (performance.now() - start);
+    if (wait > 0) await new Promise((res) => setTimeout(res, Math.min(wait, 2000)));
+    if (code === "o") term.write(data);
+  }
+}
+
+function route() {
+  clearInterval(listTimer);
+  const h = decodeURIComponent(location.hash.slice(1));
+  if (h.startsWith("session/")) { openSession(h.slice(8)); return; }
+  if (h.startsWith("recordings/")) { play(h.slice(11)); return; }
+  if (h === "recordings") { openRecordings(); return; }
+  closeViewer();
+  show("list-view");
+  refreshList();
+  listTimer = setInterval(refreshList, 1000);
+}
+
+$("tab-live").addEventListener("click", () => openSession(decodeURIComponent(location.hash.slice(9))));
+$("tab-transcript").addEventListener("click", () => openTranscript(decodeURIComponent(location.hash.slice(9))));
+window.addEventListener("hashchange", route);
+route();
