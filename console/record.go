@@ -149,7 +149,12 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 	hdr, _ := json.Marshal(castHeader{Version: 2, Width: cols, Height: rows, Timestamp: rec.start.Unix(),
 		Title: "trl session " + in.Name, Env: map[string]string{"SHELL": in.Shell, "TERM": "xterm-256color"}})
 	rec.line(hdr)
+	// What the session showed before the recorder found it (it looks
+	// every poll interval) starts the recording as a painted screen.
 	rec.unsub = s.Subscribe(func(_ session.Stream, p []byte) { rec.event("o", p) })
+	if in.CommandsRun > 0 {
+		rec.event("o", paint(s.Screen()))
+	}
 	return rec, nil
 }
 

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chromium finds Debian's headless browser (.ci/run installs it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium is not installed: the console's browser test needs it (.ci/run installs Debian's chromium)")
+	return ""
+}
+
+// browse opens url in a fresh headless Chromium, lets the page run for a
+// few seconds of virtual time, and returns the DOM; with shot it also
+// saves a screenshot there.
+func browse(t *testing.T, bin, url, shot string) string {
+	t.Helper()
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=6000", "--window-size=1100,700"}
+	if shot != "" {
+		args = append(args, "--screenshot="+shot)
+	} else {
+		args = append(args, "--dump-dom")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	cmd.Stderr = nil
+	out, err := cmd.Output()
+	require.NoError(t, err, "chromium: %s", out)
+	return string(out)
+}
+
+var loginURLRE = regexp.MustCompile(`"url":"(http://[^"]+/console/login\?token=[0-9a-f]+)"`)
+
+// TestConsoleInABrowser logs into the console in a real headless Chromium
+// with the one-time URL, sees the session list, and opens a session whose
+// live terminal shows a command's output and vi's screen. Screenshots go
+// to TRL_CONSOLE_SHOTS when set (the README's come from there).
+func TestConsoleInABrowser(t *testing.T) {
+	bin := chromium(t)
+	rec := t.TempDir()
+	d := startHTTPDaemon(t, "--console", "--record", rec)
+	c := dial(t, d.socket)
+	s := data(t, c.call("session.create", map[string]any{"name": "agent-1", "env": map[string]string{"TERM": "xterm-256color"}}))
+	sid := s["session_id"].(string)
+	data(t, c.call("exec.run", map[string]any{"session_id": sid, "command": `printf '\033[1;32mbuild ok\033[0m\n'; echo marker-from-agent`}))
+
+	login := func(next string) string {
+		resp := d.post(t, "/console/api/login-url", "", bearer())
+		var out map[string]string
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		require.NotEmpty(t, out["url"])
+		return out["url"] + next
+	}
+	// The serve log carries a login URL too.
+	require.Regexp(t, loginURLRE, d.stderr.String())
+
+	dom := browse(t, bin, login(""), "")
+	assert.True(t, strings.Contains(dom, `data-session="`+sid+`"`), "the session list shows the session")
+	assert.True(t, strings.Contains(dom, "agent-1"))
+
+	// The page's WebSocket runs in real time beside Chromium's virtual
+	// clock: a loaded machine may need another look.
+	seen := func(next string, want ...string) string {
+		var dom string
+		for range 4 {
+			dom = browse(t, bin, login(next), "")
+			ok := true
+			for _, w := range want {
+				ok = ok && strings.Contains(dom, w)
+			}
+			if ok {
+				break
+			}
+		}
+		return dom
+	}
+	dom = seen("&next=%23session/"+sid, "marker-from-agent")
+	assert.True(t, strings.Contains(dom, "marker-from-agent"), "the live terminal shows the command's output")
+	assert.True(t, strings.Contains(dom, "Read-only"), "the view says it is read-only")
+
+	// A replayed login URL shows no console.
+	u := login("")
+	browse(t, bin, u, "")
+	dom = browse(t, bin, u, "")
+	assert.False(t, strings.Contains(dom, "agent-1"))
+	assert.True(t, strings.Contains(dom, "already used"), "a replayed login URL is refused")
+
+	shots := os.Getenv("TRL_CONSOLE_SHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	browse(t, bin, login(""), filepath.Join(shots, "console-sessions.png"))
+	browse(t, bin, login("&next=%23session/"+sid), filepath.Join(shots, "console-terminal.png"))
+	if _, err := exec.LookPath("vi"); err == nil {
+		file := filepath.Join(t.TempDir(), "notes.txt")
+		require.NoError(t, os.WriteFile(file, []byte("agents-edit-files-in-vi\n"), 0o644))
+		st := data(t, c.call("exec.run", map[string]any{"session_id": sid, "command": "vi " + file}))
+		require.Equal(t, "waiting_input", st["state"])
+		dom = seen("&next=%23session/"+sid, "gents-edit-files-in-vi", "1L, 24B")
+		browse(t, bin, login("&next=%23session/"+sid), filepath.Join(shots, "console-vi.png"))
+		assert.True(t, strings.Contains(dom, "gents-edit-files-in-vi") && strings.Contains(dom, "1L, 24B"), "vi's screen is painted from the session's screen")
+		data(t, c.call("exec.input", map[string]any{"session_id": sid, "input": []any{map[string]any{"key": "Escape"}, ":q!", map[string]any{"key": "Enter"}}}))
+	}
+	for _, f := range []string{"console-sessions.png", "console-terminal.png"} {
+		info, err := os.Stat(filepath.Join(shots, f))
+		require.NoError(t, err)
+		assert.Greater(t, info.Size(), int64(5000), f)
+	}
+	// The recording holds what the terminal showed.
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(rec, sid+".cast"))
+		return strings.Contains(string(b), "marker-from-agent")
+	}, 10*time.Second, 100*time.Millisecond)
+}
