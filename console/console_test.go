@@ -287,6 +287,10 @@ func TestRecording(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	st := h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "read a; read b; echo got-$a"})
+	require.Equal(t, "waiting_input", st["state"])
+	h.call(t, "exec.input", map[string]any{"session_id": sid, "input": "visible\r"})
+	h.call(t, "exec.input", map[string]any{"session_id": sid, "input": "pw\r", "secret": true, "until": []string{}})
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo recorded-line; exit 3"})
 	time.Sleep(200 * time.Millisecond)
 	cancel()
@@ -302,7 +306,7 @@ func TestRecording(t *testing.T) {
 	assert.EqualValues(t, 2, hdr["version"])
 	assert.EqualValues(t, 80, hdr["width"])
 	assert.EqualValues(t, 24, hdr["height"])
-	var out strings.Builder
+	var out, in strings.Builder
 	last := -1.0
 	for sc.Scan() {
 		var ev []any
@@ -311,17 +315,26 @@ func TestRecording(t *testing.T) {
 		ts := ev[0].(float64)
 		assert.GreaterOrEqual(t, ts, last, "times never go back")
 		last = ts
-		assert.Equal(t, "o", ev[1])
-		out.WriteString(ev[2].(string))
+		switch ev[1] {
+		case "o":
+			out.WriteString(ev[2].(string))
+		case "i":
+			in.WriteString(ev[2].(string))
+		default:
+			t.Errorf("unexpected event code %v", ev[1])
+		}
 	}
 	assert.Contains(t, out.String(), "recorded-line")
+	assert.Contains(t, out.String(), "got-visible")
+	assert.Equal(t, "visible\r***", in.String(), "input events, the secret masked")
+	assert.NotContains(t, out.String()+in.String(), "pw")
 
 	b, err := os.ReadFile(filepath.Join(dir, sid+".commands.jsonl"))
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	require.Len(t, lines, 1)
+	require.Len(t, lines, 2)
 	var cmd map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[0]), &cmd))
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &cmd))
 	assert.Equal(t, "echo recorded-line; exit 3", cmd["command"])
 	assert.EqualValues(t, 3, cmd["exit_code"])
 
@@ -359,4 +372,46 @@ func TestRecordingCutAtItsLimit(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "x.cast"))
 	assert.LessOrEqual(t, len(b), 300)
 	assert.Contains(t, string(b), "recording cut at its limit of 200 bytes")
+}
+
+// Fifty sessions streaming output and five viewers: the session list
+// stays quick.
+func TestManySessionsAndViewers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts fifty shells")
+	}
+	h := newHarness(t, false, "")
+	var ids []string
+	for range 50 {
+		sid := h.call(t, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+		h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "while :; do echo tick $(date +%s%N); sleep 0.2; done", "yield_ms": 10})
+		ids = append(ids, sid)
+	}
+	c := h.login(t)
+	for i := range 5 {
+		conn, _, err := dialViewer(t, h, c, ids[i*10], h.srv.URL)
+		require.NoError(t, err)
+		defer conn.CloseNow()
+		readUntil(t, conn, "tick")
+	}
+	var worst time.Duration
+	for range 10 {
+		start := time.Now()
+		resp, err := c.Get(h.srv.URL + "/console/api/sessions")
+		require.NoError(t, err)
+		var out struct {
+			Sessions struct {
+				Sessions []map[string]any `json:"sessions"`
+			} `json:"sessions"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		resp.Body.Close()
+		require.Len(t, out.Sessions.Sessions, 50)
+		worst = max(worst, time.Since(start))
+	}
+	assert.Less(t, worst, 10*time.Second, "the list stays live (generous: 2 shared cores, -race)")
+	t.Logf("slowest session list of 50 streaming sessions with 5 viewers: %s", worst)
+	for _, sid := range ids {
+		h.call(t, "exec.cancel", map[string]any{"session_id": sid, "signal": "KILL"})
+	}
 }

@@ -151,7 +151,13 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 	rec.line(hdr)
 	// What the session showed before the recorder found it (it looks
 	// every poll interval) starts the recording as a painted screen.
-	rec.unsub = s.Subscribe(func(_ session.Stream, p []byte) { rec.event("o", p) })
+	rec.unsub = s.Subscribe(func(st session.Stream, p []byte) {
+		if st == session.Input {
+			rec.event("i", p) // typed input; secrets arrive masked
+			return
+		}
+		rec.event("o", p)
+	})
 	if in.CommandsRun > 0 {
 		rec.event("o", paint(s.Screen()))
 	}

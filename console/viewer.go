@@ -97,7 +97,11 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 
 	q := &queue{wake: make(chan struct{}, 1), lim: c.viewer}
-	unsubscribe := s.Subscribe(func(_ session.Stream, p []byte) { q.push(p) })
+	unsubscribe := s.Subscribe(func(st session.Stream, p []byte) {
+		if st != session.Input { // the terminal echoes what it shows
+			q.push(p)
+		}
+	})
 	defer unsubscribe()
 
 	rows, cols := s.Screen().Size()

@@ -17,6 +17,10 @@ const inputTimeout = 2 * time.Second
 // keyboard would (SPEC §8 exec.input): the terminal's line discipline
 // echoes and edits it as its modes say.
 func (s *Session) WriteInput(p []byte) error {
+	return s.writeInput(p, false)
+}
+
+func (s *Session) writeInput(p []byte, secret bool) error {
 	s.mu.Lock()
 	exited := s.state == StateExited
 	s.mu.Unlock()
@@ -29,6 +33,7 @@ func (s *Session) WriteInput(p []byte) error {
 	if _, err := s.ptm.Write(p); err != nil {
 		return fmt.Errorf("write input to the terminal (the program reads none, or its input queue is full): %w", err)
 	}
+	s.observeInput(p, secret)
 	return nil
 }
 
@@ -50,7 +55,13 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	if pending(s.ptmRaw) || pending(s.errRaw) {
 		return termwait.Status{}, nil
 	}
-	return s.tw.Check(s.scr.AltScreen())
+	// The screen is asked (which parses what it holds) only for a
+	// program that waits: a busy one costs one /proc look, not a parse.
+	st, err := s.tw.Check(false)
+	if err == nil && st.Waiting && s.scr.AltScreen() {
+		st.Kind = termwait.KindTUI
+	}
+	return st, err
 }
 
 // pending reports whether rc has bytes to read.
@@ -105,7 +116,7 @@ func (s *Session) WriteSecret(p []byte) error {
 			before = t
 		}
 	})
-	err := s.WriteInput(p)
+	err := s.writeInput(p, true)
 	if before != nil {
 		time.Sleep(secretEchoSettle)
 		_ = s.ptmRaw.Control(func(fd uintptr) {

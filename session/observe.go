@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 )
@@ -57,5 +58,25 @@ func (s *Session) observe(stream Stream, p []byte) {
 		for _, f := range *l {
 			(*f)(stream, p)
 		}
+	}
+}
+
+// Input is the Stream observers see for what was typed on the terminal
+// (WriteInput; a secret arrives masked, as one '*' per byte). It never
+// reaches a command's output.
+const Input Stream = 2
+
+// observeInput hands typed input to the observers (a recording's "i"
+// events). Secrets are masked here, before any observer sees them.
+func (s *Session) observeInput(p []byte, secret bool) {
+	l := s.obs.list.Load()
+	if l == nil {
+		return
+	}
+	if secret {
+		p = bytes.Repeat([]byte{'*'}, len(p))
+	}
+	for _, f := range *l {
+		(*f)(Input, p)
 	}
 }

@@ -89,8 +89,11 @@ const (
 )
 
 func (s Stream) String() string {
-	if s == Stderr {
+	switch s {
+	case Stderr:
 		return "stderr"
+	case Input:
+		return "input"
 	}
 	return "stdout"
 }
