@@ -1,13 +1,16 @@
 package runtime
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/trl-project/trl/protocol"
@@ -334,4 +337,73 @@ func TestStreamIDIsExecID(t *testing.T) {
 	_, perr := callJSON(t, rt, "exec.attach", map[string]any{"exec_id": run["exec_id"]})
 	require.NotNil(t, perr)
 	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+}
+
+// exec.wait on several ids answers the first that ends.
+func TestWaitSeveral(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	var ids []any
+	for _, cmd := range []string{"sleep 30", "sleep 0.3; echo second-done"} {
+		sid := mustCall(t, rt, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+		st := mustCall(t, rt, "exec.run", map[string]any{"session_id": sid, "command": cmd, "yield_ms": 10})
+		ids = append(ids, st["exec_id"])
+	}
+	start := time.Now()
+	st := mustCall(t, rt, "exec.wait", map[string]any{"exec_ids": ids, "timeout_ms": 20000, "until": []string{}})
+	assert.Equal(t, ids[1], st["exec_id"])
+	assert.Equal(t, "exited", st["state"])
+	assert.Contains(t, st["stdout"], "second-done")
+	assert.Less(t, time.Since(start), 5*time.Second)
+	_, perr := callJSON(t, rt, "exec.wait", map[string]any{"exec_id": ids[0], "exec_ids": ids})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+	mustCall(t, rt, "exec.cancel", map[string]any{"exec_id": ids[0]})
+}
+
+// One audit event per input: actor, exec, byte count and keys; the text
+// unless secret.
+func TestInputAudited(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	audit := zerolog.New(&buf)
+	rt := newRuntime(t, Options{Audit: &audit})
+	id := mustCall(t, rt, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	st := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "read a; read b"})
+	waiting(t, st, "line")
+	mustCall(t, rt, "exec.input", map[string]any{"session_id": id, "input": []any{"plain-text", map[string]any{"key": "Enter"}}})
+	mustCall(t, rt, "exec.input", map[string]any{"session_id": id, "input": "hush-hush\r", "secret": true})
+	var events []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &ev))
+		if ev["event"] == "input" {
+			events = append(events, ev)
+		}
+	}
+	require.Len(t, events, 2)
+	assert.Equal(t, "plain-text", events[0]["text"])
+	assert.Equal(t, []any{"Enter"}, events[0]["keys"])
+	assert.EqualValues(t, len("plain-text\r"), events[0]["bytes"])
+	assert.Equal(t, st["exec_id"], events[0]["exec_id"])
+	assert.Equal(t, true, events[1]["secret"])
+	assert.Nil(t, events[1]["text"])
+	assert.NotContains(t, buf.String(), "hush-hush")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
