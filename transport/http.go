@@ -65,6 +65,9 @@ type HTTPOptions struct {
 	// token) and upgrades WebSockets, so it gets the request before the
 	// token check and the response writer unwrapped.
 	Console http.Handler
+	// MCP, when set, serves /mcp (Streamable HTTP, SPEC §10) behind the
+	// token and the Host check.
+	MCP http.Handler
 	// Metrics, when set, answers GET /metrics behind the token.
 	Metrics http.Handler
 }

@@ -92,6 +92,10 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if s.opts.MCP != nil && r.URL.Path == "/mcp" {
+		s.opts.MCP.ServeHTTP(w.ResponseWriter, r)
+		return
+	}
 	if s.opts.Metrics != nil && r.URL.Path == "/metrics" {
 		s.opts.Metrics.ServeHTTP(w, r)
 		return

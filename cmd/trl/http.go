@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 	"github.com/trl-project/trl/console"
 	"github.com/trl-project/trl/gateway"
+	"github.com/trl-project/trl/mcpserver"
 	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/runtime"
 	"github.com/trl-project/trl/transport"
 )
 
@@ -72,6 +75,7 @@ func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) 
 	gw := gateway.New(h, gateway.Options{DefaultTimeout: f.gatewayTimeout, IdleTimeout: f.gatewayIdle, MaxBodyBytes: int64(maxBody), Logger: log})
 	srv, err := transport.ListenHTTP(f.addr, transport.HTTPOptions{
 		Console:           consoleHandler(con),
+		MCP:               mcpHandler(h),
 		Token:             token,
 		Gateway:           gw,
 		MaxBodyBytes:      int64(maxBody),
@@ -102,6 +106,12 @@ func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) 
 		hs.stopRecording = func() { cancel(); <-done }
 	}
 	return hs, nil
+}
+
+// mcpHandler serves MCP's Streamable HTTP on /mcp with trl's tools on h.
+func mcpHandler(h protocol.Handler) http.Handler {
+	srv := mcpserver.New(mcpserver.Options{Handler: h, Version: runtime.Version})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 }
 
 // consoleHandler is con as an http.Handler, nil when there is none (a

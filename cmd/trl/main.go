@@ -26,6 +26,7 @@ usage:
   trl call   [--socket PATH | --instance NAME | --http URL] METHOD [PARAMS_JSON]
   trl bench  [--socket PATH] [--json] [--quick] [--sessions N] [--stream-mb N]
   trl console [--http URL]   print a one-time login URL for the web console
+  trl mcp    [--socket PATH | --instance NAME]   MCP on stdio (bridges to a daemon, else in-process)
   trl version
 
 Run "trl serve --help" for the daemon's flags and limits.
@@ -36,7 +37,7 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	if os.Args[1] == "serve" || os.Args[1] == "stdio" {
+	if os.Args[1] == "serve" || os.Args[1] == "stdio" || os.Args[1] == "mcp" {
 		hideSecrets()
 	}
 	var code int
@@ -51,6 +52,8 @@ func main() {
 		code = benchCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "console":
 		code = consoleCmd(os.Args[2:], os.Stdout, os.Stderr)
+	case "mcp":
+		code = mcpCmd(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("trl", runtime.Version)
 	case "help", "--help", "-h":

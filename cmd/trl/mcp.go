@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/trl-project/trl/mcpserver"
+	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/runtime"
+)
+
+// mcpCmd is `trl mcp`: MCP on stdio (SPEC §10). It bridges to a daemon
+// answering on the socket, so sessions outlive the MCP client; without
+// one it runs the runtime in-process. Logs go to stderr: stdout carries
+// only MCP.
+func mcpCmd(args []string) int {
+	fs := flag.NewFlagSet("trl mcp", flag.ContinueOnError)
+	var l limits
+	l.register(fs)
+	instance := fs.String("instance", "default", "the daemon's instance: its socket is /tmp/trl-NAME.sock")
+	socket := fs.String("socket", "", "the daemon's socket (overrides --instance)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log, err := newLogger(l.logLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trl mcp:", err)
+		return 2
+	}
+	path := *socket
+	if path == "" {
+		path = "/tmp/trl-" + *instance + ".sock"
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	var h protocol.Handler
+	bridge := mcpserver.Bridge{Socket: path}
+	if err := bridge.Ping(ctx); err == nil {
+		log.Info().Str("socket", path).Msg("trl mcp: bridging to the daemon; sessions outlive this MCP client")
+		h = bridge
+	} else {
+		rt, closeAudit, err := l.runtime(log)
+		if err != nil {
+			log.Error().Err(err).Msg("cannot start")
+			return 1
+		}
+		defer closeAudit()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			rt.Shutdown(sctx)
+		}()
+		log.Info().Str("socket", path).Msg("trl mcp: no daemon answers on the socket; running the runtime in-process (sessions end with this MCP client)")
+		h = rt
+	}
+	srv := mcpserver.New(mcpserver.Options{Handler: h, Version: runtime.Version})
+	if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+		log.Error().Err(err).Msg("trl mcp")
+		return 1
+	}
+	return 0
+}
