@@ -101,7 +101,7 @@ func TestRunPromptREPL(t *testing.T) {
 	assert.Equal(t, "exited", st["state"])
 	assert.Contains(t, text, "answered=y")
 
-	text, st, _ = callTool(t, cs, "run", map[string]any{"command": "python3 -q"})
+	_, st, _ = callTool(t, cs, "run", map[string]any{"command": "python3 -q"})
 	if st["state"] == "waiting_input" {
 		for _, rt := range []struct{ in, want string }{{"2**10", "1024"}, {"x = 'trl'", ""}, {"x.upper()", "'TRL'"}} {
 			text, st, _ = callTool(t, cs, "send_input", map[string]any{"input": rt.in, "keys": []string{"Enter"}})
