@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMCPInspector drives `trl mcp` with an external MCP client: the npm
+// MCP inspector's CLI, pinned by test/mcp/package.json and its lockfile
+// (installed here with `npm ci` when missing).
+func TestMCPInspector(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs the MCP inspector from npm")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed: the MCP inspector test needs Node (.ci/run expects it on the machine)")
+	}
+	dir, err := filepath.Abs("../../test/mcp")
+	require.NoError(t, err)
+	bin := filepath.Join(dir, "node_modules", ".bin", "mcp-inspector")
+	if _, err := os.Stat(bin); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "npm ci in test/mcp: %s", out)
+	}
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	inspect := func(args ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, append([]string{"--cli", trlBin, "mcp", "--socket", sock}, args...)...)
+		out, err := cmd.Output()
+		require.NoError(t, err, "mcp-inspector %v: %s", args, out)
+		return string(out)
+	}
+	list := inspect("--method", "tools/list")
+	for _, tool := range []string{`"run"`, `"send_input"`, `"wait"`, `"read_output"`, `"screen"`, `"cancel"`, `"session_create"`, `"session_list"`, `"session_destroy"`} {
+		assert.Contains(t, list, tool)
+	}
+	out := inspect("--method", "tools/call", "--tool-name", "run", "--tool-arg", "command=echo from-inspector")
+	assert.Contains(t, out, `from-inspector\nexit 0`)
+	assert.Contains(t, out, `"structuredContent"`)
+}
