@@ -39,9 +39,6 @@ const Grace = 2 * time.Second
 
 // Validate checks what the shell cannot carry.
 func (r Request) Validate() error {
-	if strings.TrimSpace(r.Command) == "" {
-		return fmt.Errorf("%w: command is required and must not be blank", ErrInvalid)
-	}
 	if strings.ContainsRune(r.Command, 0) {
 		return fmt.Errorf("%w: command contains a NUL byte, which no shell can run", ErrInvalid)
 	}
@@ -83,6 +80,11 @@ type Execution struct {
 func Start(shell Shell, r Request, sink session.Sink) (*Execution, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
+	}
+	if strings.TrimSpace(r.Command) == "" {
+		// A blank command line is a no-op for a shell, with status 0; so
+		// it is here (SWE-ReX's suite expects it).
+		r.Command = ":"
 	}
 	e := &Execution{shell: shell, start: time.Now(), done: make(chan struct{})}
 	job, err := shell.Start(session.Command{Text: r.Command, Env: r.Env, Stdin: r.Stdin}, sink)

@@ -272,8 +272,15 @@ func (s *Stream) ReadAt(st session.Stream, offset int64, limit int) (data []byte
 		if len(part) > room {
 			// Do not end inside a character; and stop here, so that what
 			// is returned is contiguous.
-			part = trimIncompleteEnd(part[:room])
-			data = append(data, part...)
+			cut := trimIncompleteEnd(part[:room])
+			if len(data) == 0 && len(cut) == 0 {
+				// A limit smaller than the next character still returns
+				// that character: a reader paging with offset += length
+				// always advances.
+				_, n := utf8.DecodeRune(part)
+				cut = part[:max(n, 1)]
+			}
+			data = append(data, cut...)
 			break
 		}
 		data = append(data, part...)

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -23,20 +25,39 @@ func (rt *Runtime) execSession(ref string) (*session.Session, error) {
 	return rt.sessions.Get(ref)
 }
 
+// checkEmptyRef refuses a session_id given as "": absent means the
+// default session, an empty string is a mistake (a variable that was not
+// set) and must not quietly run in default.
+func checkEmptyRef(ref string, raw json.RawMessage) error {
+	if ref != "" || !bytes.Contains(raw, []byte(`"session_id"`)) {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) == nil && string(m["session_id"]) == `""` {
+		return protocol.Errorf(protocol.CodeInvalidParams, "session_id is empty: give a session's id or name, or leave session_id out to use the session named \"default\"")
+	}
+	return nil
+}
+
 // execRequest turns exec params into a request for s.
 func execRequest(p *protocol.ExecParams, s *session.Session) (exec.Request, error) {
 	if p.Command == nil {
 		return exec.Request{}, protocol.Errorf(protocol.CodeInvalidParams, "command is required, e.g. {\"command\": \"ls -la\"}")
 	}
 	r := exec.Request{Command: *p.Command, Env: p.Env, Stdin: p.Stdin, Timeout: s.DefaultTimeout()}
-	if p.TimeoutS != nil && *p.TimeoutS != 0 {
+	switch {
+	case p.TimeoutS == nil || *p.TimeoutS == 0:
+		// The session's default.
+	case *p.TimeoutS == -1:
+		r.Timeout = 0 // no timeout for this call, whatever the session's default
+	case *p.TimeoutS < 0:
+		return exec.Request{}, protocol.Errorf(protocol.CodeInvalidParams, "timeout_s must be positive, 0 (the session's default) or -1 (no timeout for this call)")
+	default:
 		d, err := seconds("timeout_s", *p.TimeoutS)
 		if err != nil {
 			return exec.Request{}, err
 		}
 		r.Timeout = d
-	} else if p.TimeoutS != nil && *p.TimeoutS < 0 {
-		return exec.Request{}, protocol.Errorf(protocol.CodeInvalidParams, "timeout_s must not be negative")
 	}
 	return r, r.Validate()
 }
@@ -82,6 +103,9 @@ func (rt *Runtime) execRun(ctx context.Context, call *protocol.Call) (*protocol.
 		max = int(*p.MaxOutputBytes)
 	}
 	if err := checkRender(p.Render); err != nil {
+		return nil, err
+	}
+	if err := checkEmptyRef(p.SessionID, call.Params); err != nil {
 		return nil, err
 	}
 	s, err := rt.execSession(p.SessionID)
@@ -178,6 +202,9 @@ func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol
 	}
 	if p.MaxOutputBytes != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes applies to exec.run; a stream keeps a window of recent output instead")
+	}
+	if err := checkEmptyRef(p.SessionID, call.Params); err != nil {
+		return nil, err
 	}
 	s, err := rt.execSession(p.SessionID)
 	if err != nil {
@@ -299,8 +326,18 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 	}
 	if c != nil && c.coll != nil {
 		data, start, end, _ := c.coll.Since(which, p.Offset, 0)
+		if p.Offset > end {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "offset %d is past the end of %s (%d bytes so far)", p.Offset, which, end)
+		}
 		if len(data) > p.Limit {
-			data = data[:p.Limit]
+			n := p.Limit
+			for n > 0 && !utf8.RuneStart(data[n]) {
+				n--
+			}
+			if n == 0 { // at least one character, so a pager advances
+				_, n = utf8.DecodeRune(data)
+			}
+			data = data[:n]
 		}
 		text, _ := renderOutput(p.Render, data)
 		var lost int64
@@ -326,6 +363,13 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 	st, err := rt.stream(p.StreamID)
 	if err != nil {
 		return nil, err
+	}
+	if out, errb := st.Totals(); (which == session.Stdout && p.Offset > out) || (which == session.Stderr && p.Offset > errb) {
+		total := out
+		if which == session.Stderr {
+			total = errb
+		}
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offset %d is past the end of %s (%d bytes so far)", p.Offset, which, total)
 	}
 	data, start, lost, complete := st.ReadAt(which, p.Offset, p.Limit)
 	text, _ := renderOutput(p.Render, data)
@@ -385,6 +429,9 @@ func (rt *Runtime) execAttach(_ context.Context, call *protocol.Call) (*protocol
 	}
 	if p.Offset < 0 || p.StderrOffset < 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offsets must not be negative")
+	}
+	if out, errb := st.Totals(); p.Offset > out || p.StderrOffset > errb {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offsets %d/%d are past the end of the output (%d/%d bytes so far)", p.Offset, p.StderrOffset, out, errb)
 	}
 	reader := st.NewReader(p.Offset, p.StderrOffset)
 	_, finished := st.Done()

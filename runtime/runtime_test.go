@@ -114,7 +114,6 @@ func TestBadParams(t *testing.T) {
 		{"session.destroy", map[string]any{"session_id": "s-nope"}, protocol.CodeSessionNotFound},
 		{"exec.run", map[string]any{"session_id": "s-nope", "command": "true"}, protocol.CodeSessionNotFound},
 		{"exec.run", map[string]any{}, protocol.CodeInvalidParams},
-		{"exec.run", map[string]any{"command": ""}, protocol.CodeInvalidParams},
 		{"exec.run", map[string]any{"command": 5}, protocol.CodeInvalidParams},
 		{"exec.run", map[string]any{"command": "true", "timeout_s": -5}, protocol.CodeInvalidParams},
 		{"exec.run", map[string]any{"command": "true", "max_output_bytes": -1}, protocol.CodeInvalidParams},

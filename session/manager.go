@@ -227,6 +227,9 @@ func CheckEnv(env map[string]string) error {
 		if strings.ContainsRune(v, 0) {
 			return fmt.Errorf("%w: env %s's value contains a NUL byte", ErrInvalid, k)
 		}
+		if strings.HasPrefix(k, "TRL_") {
+			return fmt.Errorf("%w: env name %s: names starting with TRL_ are trl's own (TRL_SESSION_ID marks a session's processes) and cannot be set", ErrInvalid, k)
+		}
 	}
 	return nil
 }

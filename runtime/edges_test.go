@@ -1,0 +1,77 @@
+package runtime
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/trl-project/trl/protocol"
+)
+
+// Issue 10 item 9: protocol and validation edges.
+func TestValidationEdges(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	id := mustCall(t, rt, "session.create", map[string]any{"shell": "/bin/sh", "timeout_s": 1})["session_id"].(string)
+
+	// A blank command is a no-op with status 0; a missing one is refused.
+	for _, blank := range []string{"", "   ", " \n\n "} {
+		r := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": blank})
+		assert.EqualValues(t, 0, r["exit_code"], "%q", blank)
+		assert.Equal(t, "", r["stdout"])
+	}
+	_, perr := callJSON(t, rt, "exec.run", map[string]any{"session_id": id})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+
+	// timeout_s -1 turns the session's default (1 s) off for one call.
+	r := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "sleep 1.5; echo done", "timeout_s": -1})
+	assert.Equal(t, false, r["timed_out"])
+	assert.Equal(t, "done\n", r["stdout"])
+	r = mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "sleep 1.5; echo done"})
+	assert.Equal(t, true, r["timed_out"], "the default still holds without it")
+	_, perr = callJSON(t, rt, "exec.run", map[string]any{"session_id": id, "command": "true", "timeout_s": -2})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+
+	// An explicit empty session_id is refused, not run in default.
+	_, perr = callJSON(t, rt, "exec.run", map[string]any{"session_id": "", "command": "true"})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+	assert.Contains(t, perr.Message, "session_id is empty")
+
+	// TRL_* names are trl's own.
+	_, perr = callJSON(t, rt, "exec.run", map[string]any{"session_id": id, "command": "true", "env": map[string]string{"TRL_SESSION_ID": "x"}})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+	_, perr = callJSON(t, rt, "session.create", map[string]any{"env": map[string]string{"TRL_AUTH_TOKEN": "x"}})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+}
+
+func TestReadAdvancesAndRefusesPastTheEnd(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	id := mustCall(t, rt, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	for _, method := range []string{"exec.stream", "exec.run"} {
+		st := mustCall(t, rt, method, map[string]any{"session_id": id, "command": "printf '漢字'"})
+		xid := st["exec_id"].(string)
+		mustCall(t, rt, "exec.wait", map[string]any{"exec_id": xid, "timeout_ms": 10000, "until": []string{}})
+		var got string
+		offset := 0.0
+		for range 10 {
+			r := mustCall(t, rt, "exec.read", map[string]any{"exec_id": xid, "offset": offset, "limit": 1})
+			require.Positive(t, r["length"], "%s: a limit under one character still advances", method)
+			got += r["data"].(string)
+			offset = r["offset"].(float64) + r["length"].(float64)
+			if offset >= 6 {
+				break
+			}
+		}
+		assert.Equal(t, "漢字", got, method)
+		_, perr := callJSON(t, rt, "exec.read", map[string]any{"exec_id": xid, "offset": 100})
+		require.NotNil(t, perr, method)
+		assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+		assert.Contains(t, perr.Message, "past the end")
+	}
+}
