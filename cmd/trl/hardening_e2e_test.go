@@ -198,3 +198,34 @@ func TestAuditTrail(t *testing.T) {
 	assert.NotContains(t, string(raw), "tok-zzzz")
 	assert.NotContains(t, d.stderr.String(), "tok-zzzz")
 }
+
+// --audit-log: created 0600, an existing file narrowed to 0600, a symlink
+// refused.
+func TestAuditLogFileRules(t *testing.T) {
+	dir := t.TempDir()
+	fresh := filepath.Join(dir, "fresh.log")
+	f, err := openAuditLog(fresh)
+	require.NoError(t, err)
+	f.Close()
+	info, err := os.Stat(fresh)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	wide := filepath.Join(dir, "wide.log")
+	require.NoError(t, os.WriteFile(wide, []byte("old\n"), 0o644))
+	require.NoError(t, os.Chmod(wide, 0o644))
+	f, err = openAuditLog(wide)
+	require.NoError(t, err)
+	f.Close()
+	info, err = os.Stat(wide)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	target := filepath.Join(dir, "target")
+	require.NoError(t, os.WriteFile(target, nil, 0o600))
+	link := filepath.Join(dir, "link.log")
+	require.NoError(t, os.Symlink(target, link))
+	_, err = openAuditLog(link)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "symlink")
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -58,9 +59,9 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 	}
 	closeAudit := func() {}
 	if l.auditLog != "" {
-		f, err := os.OpenFile(l.auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := openAuditLog(l.auditLog)
 		if err != nil {
-			return nil, nil, fmt.Errorf("open --audit-log: %w", err)
+			return nil, nil, err
 		}
 		audit := zerolog.New(zerolog.MultiLevelWriter(f, log)).With().Timestamp().Logger()
 		opts.Audit = &audit
@@ -190,4 +191,29 @@ func stdio(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// openAuditLog opens the audit trail for appending: created 0600, never
+// through a symlink (O_NOFOLLOW), and an existing file's mode narrowed to
+// 0600, since the trail names every command run.
+func openAuditLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("--audit-log %s is a symlink; give the file's real path", path)
+		}
+		return nil, fmt.Errorf("open --audit-log: %w", err)
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("--audit-log %s is not a regular file", path)
+	}
+	if err == nil && info.Mode().Perm() != 0o600 {
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
