@@ -49,6 +49,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run XXX -fuzz FuzzDecodeParams -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run XXX -fuzz FuzzDuplicateKey -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run XXX -fuzz FuzzOutputEncoding -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run XXX -fuzz FuzzFramer -fuzztime $(FUZZTIME) ./transport
 	$(GO) test -run XXX -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) ./gateway

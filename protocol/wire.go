@@ -66,6 +66,9 @@ func Decode(msg []byte) (*Request, *Error) {
 	if w.JSONRPC != nil {
 		req.Dialect = JSONRPC
 	}
+	if k, dup := duplicateKey(msg); dup {
+		return req, InvalidRequest("key %q appears twice in one object; send each key once", clipString(k))
+	}
 	switch {
 	case len(w.ID) == 0:
 		// No id: answered with id null in TRL; a notification in JSON-RPC.
@@ -100,6 +103,8 @@ func Decode(msg []byte) (*Request, *Error) {
 	}
 	return req, nil
 }
+
+func clipString(s string) string { return clip([]byte(s)) }
 
 // clip shortens raw JSON quoted in an error message.
 func clip(raw []byte) string {

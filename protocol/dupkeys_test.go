@@ -1,0 +1,42 @@
+package protocol
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestDuplicateKeysRefused(t *testing.T) {
+	for _, tc := range []struct {
+		msg string
+		dup string
+	}{
+		{`{"id":1,"method":"exec.run","params":{"command":"ls","command":"rm -rf ~"}}`, "command"},
+		{`{"id":1,"id":2,"method":"system.ping"}`, "id"},
+		{`{"id":1,"method":"x","params":{"env":{"A":"1","A":"2"}}}`, "A"},
+		{`{"id":1,"method":"x","params":{"input":[{"key":"Enter","key":"Tab"}]}}`, "key"},
+	} {
+		req, err := Decode([]byte(tc.msg))
+		if assert.NotNil(t, err, tc.msg) {
+			assert.Equal(t, CodeInvalidParams, err.Code)
+			assert.Contains(t, err.Message, `"`+tc.dup+`" appears twice`)
+		}
+		_ = req
+	}
+	for _, ok := range []string{
+		`{"id":1,"method":"exec.run","params":{"command":"echo \"command\": x","env":{"command":"y"}}}`,
+		`{"id":1,"method":"x","params":{"input":[{"key":"Enter"},{"key":"Tab"}]}}`,
+		`{"id":"a\"b","method":"x","params":{"k":"\\","k2":"v"}}`,
+	} {
+		_, err := Decode([]byte(ok))
+		assert.Nil(t, err, ok)
+	}
+}
+
+func FuzzDuplicateKey(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"a":2,"a":3}}`))
+	f.Add([]byte(`[{"x":"\"x\":"},{"x":1}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = duplicateKey(b) // never panics, whatever it is given
+	})
+}
