@@ -110,7 +110,7 @@ func (f *Framer) value() ([]byte, error) {
 		if err != nil {
 			return f.unfinished(msg, err)
 		}
-		end, pause := -1, -1
+		end, pause, nl := -1, -1, -1
 	scan:
 		for i, c := range b {
 			if lineStart && !isSpace(c) {
@@ -142,6 +142,10 @@ func (f *Framer) value() ([]byte, error) {
 				inString = true
 			case c == '\n':
 				lineStart = true
+				if depth > 0 && len(msg)+i < prefixCheckMax {
+					nl = i // look at what the value holds so far
+					break scan
+				}
 			case c == '{' || c == '[':
 				depth++
 			case c == '}' || c == ']':
@@ -157,6 +161,8 @@ func (f *Framer) value() ([]byte, error) {
 			n = end
 		} else if pause >= 0 {
 			n = pause
+		} else if nl >= 0 {
+			n = nl + 1
 		}
 		if len(msg)+n > f.max {
 			return nil, f.tooLarge(len(msg))
@@ -167,6 +173,11 @@ func (f *Framer) value() ([]byte, error) {
 		if end >= 0 {
 			return msg, nil
 		}
+		if nl >= 0 && invalidPrefix(msg) {
+			// Already malformed whatever follows: answer it now, not
+			// when the next request arrives.
+			return bytes.TrimRight(msg, " \t\r\n"), nil
+		}
 		if pause >= 0 {
 			if f.completeObjectAhead() {
 				// The open value was abandoned: answer it as malformed
@@ -176,6 +187,21 @@ func (f *Framer) value() ([]byte, error) {
 			checked, lineStart = true, true
 		}
 	}
+}
+
+// prefixCheckMax bounds the messages whose every line is checked as a JSON
+// prefix (each check scans the message so far): a person typing or pasting
+// a request into stdio; longer ones are answered at their end.
+const prefixCheckMax = 16 << 10
+
+// invalidPrefix reports whether msg, an unfinished JSON value, is already
+// malformed: encoding/json stops at a bad byte, while a good prefix only
+// runs out ("unexpected end of JSON input").
+func invalidPrefix(msg []byte) bool {
+	var v json.RawMessage
+	err := json.Unmarshal(msg, &v)
+	var se *json.SyntaxError
+	return errors.As(err, &se) && se.Error() != "unexpected end of JSON input"
 }
 
 // completeObjectAhead reports whether the line at the read position is, on

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -227,4 +229,45 @@ func FuzzFramer(f *testing.F) {
 			require.Equal(t, string(trimmed), string(first))
 		}
 	})
+}
+
+// A multi-line request that is already malformed is answered as soon as
+// its bad line arrives, not when the next request does.
+func TestFramerAnswersBadMultiLineAtOnce(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	f := NewFramer(pr, 1<<20)
+	got := make(chan []byte, 1)
+	go func() {
+		msg, _ := f.Next()
+		got <- msg
+	}()
+	_, err := pw.Write([]byte("{\"id\":\"bad\",\"method\":\n"))
+	require.NoError(t, err)
+	select {
+	case m := <-got:
+		t.Fatalf("a valid prefix was cut: %q", m)
+	case <-time.After(100 * time.Millisecond):
+	}
+	_, err = pw.Write([]byte("this is not json\n"))
+	require.NoError(t, err)
+	select {
+	case m := <-got:
+		assert.Contains(t, string(m), "this is not json")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the malformed request waited for the next one")
+	}
+	// A good multi-line request still goes through whole.
+	go func() {
+		msg, _ := f.Next()
+		got <- msg
+	}()
+	_, err = pw.Write([]byte("{\"id\":2,\n \"method\": \"system.ping\"\n}\n"))
+	require.NoError(t, err)
+	select {
+	case m := <-got:
+		assert.JSONEq(t, `{"id":2,"method":"system.ping"}`, string(m))
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message")
+	}
 }
