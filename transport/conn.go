@@ -18,15 +18,26 @@ import (
 // at once when ConnOptions.MaxInFlight is zero.
 const DefaultMaxInFlight = 64
 
+// DefaultBacklog is how many requests may wait for a slot when
+// ConnOptions.Backlog is zero.
+const DefaultBacklog = 1024
+
 // ConnOptions configure one connection. The zero value is usable.
 type ConnOptions struct {
 	// MaxMessageBytes caps one request; 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// MaxInFlight caps the requests running at once on the connection
-	// (a running Follow counts); 0 means DefaultMaxInFlight. A request
-	// over the cap is answered LIMIT_EXCEEDED at once, so the reader never
-	// blocks and a cancel can always get through to the method table.
+	// (a running Follow counts); 0 means DefaultMaxInFlight. Requests over
+	// the cap wait in a backlog of Backlog requests, in order; while the
+	// backlog is full the connection is not read (the client's writes
+	// block: TCP-style back-pressure), so a client that pipelines
+	// thousands of requests gets every one answered. exec.cancel never
+	// waits in the backlog: it runs at once, so it overtakes what it
+	// cancels (unless the backlog is full and the reader waits).
 	MaxInFlight int
+	// Backlog is how many requests may wait for a slot; 0 means
+	// DefaultBacklog.
+	Backlog int
 	// Actor is passed to every Call, for the audit log.
 	Actor string
 	// Sequential handles requests one at a time in arrival order, each
@@ -67,6 +78,10 @@ type conn struct {
 	cancel context.CancelCauseFunc
 	slots  chan struct{}
 	wg     sync.WaitGroup
+	// backlog holds requests waiting for a slot; its one consumer
+	// (drain) ends when the reader closes it.
+	backlog chan *protocol.Request
+	drained chan struct{}
 
 	wmu  sync.Mutex
 	w    io.Writer
@@ -85,6 +100,9 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	if opts.Backlog <= 0 {
+		opts.Backlog = DefaultBacklog
+	}
 	metrics.Get().ConnOpened(opts.Transport)
 	defer metrics.Get().ConnClosed(opts.Transport)
 	ctx, cancel := context.WithCancelCause(parent)
@@ -97,6 +115,8 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		w:      w,
 		closer: closer,
 	}
+	c.backlog, c.drained = make(chan *protocol.Request, opts.Backlog), make(chan struct{})
+	go c.drain()
 	// The reader can only be woken from a blocked Read by closing, so a
 	// server shutdown closes the connection rather than waiting for the
 	// client. AfterFunc's goroutine exists only if parent ends first, and
@@ -132,6 +152,8 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 	default:
 		cancel(ErrPeerClosed)
 	}
+	close(c.backlog)
+	<-c.drained
 	c.wg.Wait()
 	c.close()
 	c.wmu.Lock()
@@ -164,6 +186,11 @@ func (c *conn) dispatch(msg []byte) {
 		c.run(req)
 		return
 	}
+	if req.Method == protocol.MethodExecCancel {
+		// A cancel must not wait in line behind what it cancels.
+		c.wg.Go(func() { c.run(req) })
+		return
+	}
 	select {
 	case c.slots <- struct{}{}:
 		c.wg.Go(func() {
@@ -171,14 +198,29 @@ func (c *conn) dispatch(msg []byte) {
 			c.run(req)
 		})
 	default:
-		if req.IsNotification() {
-			c.opts.Logger.Warn().Str("method", req.Method).Str("actor", c.opts.Actor).
-				Int("max_in_flight", c.opts.MaxInFlight).Msg("dropped a JSON-RPC notification: too many requests in flight")
-			return
+		// Blocks the reader while the backlog is full: back-pressure.
+		select {
+		case c.backlog <- req:
+		case <-c.ctx.Done():
 		}
-		c.write(protocol.EncodeError(req, protocol.Errorf(protocol.CodeLimitExceeded,
-			"too many requests in flight on this connection (limit %d); wait for some responses before sending more",
-			c.opts.MaxInFlight)))
+	}
+}
+
+// drain starts the backlog's requests, in order, as slots free up. Once
+// the connection's context ends, what is left is dropped: nobody reads
+// the answers.
+func (c *conn) drain() {
+	defer close(c.drained)
+	for req := range c.backlog {
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.ctx.Done():
+			continue
+		}
+		c.wg.Go(func() {
+			defer func() { <-c.slots }()
+			c.run(req)
+		})
 	}
 }
 

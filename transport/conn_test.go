@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -163,12 +164,51 @@ func TestConnMaxInFlight(t *testing.T) {
 	h := newFakeHandler()
 	c, _ := pipeConn(t, context.Background(), h, ConnOptions{MaxInFlight: 1})
 
-	c.send(`{"id":1,"method":"block"}` + "\n")
-	<-h.blocked
+	// Over the cap a request waits for a slot instead of being refused.
+	c.send(`{"id":1,"method":"sleep","params":{"ms":300}}` + "\n")
 	c.send(`{"id":2,"method":"echo"}` + "\n")
+	start := time.Now()
 	m := c.recv()
+	require.Equal(t, float64(1), m["id"], "the second waits for the first's slot")
+	m = c.recv()
 	require.Equal(t, float64(2), m["id"])
-	require.Equal(t, string(protocol.CodeLimitExceeded), errCode(m), "the reader answers at once instead of waiting for a slot")
+	require.Empty(t, errCode(m))
+	require.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
+}
+
+// A client that pipelines 10,000 requests gets every one answered: the
+// backlog is bounded, and while it is full the connection is not read.
+func TestConnPipelinedThousands(t *testing.T) {
+	checkGoroutines(t)
+	h := newFakeHandler()
+	c, _ := pipeConn(t, context.Background(), h, ConnOptions{MaxInFlight: 4, Backlog: 16})
+	const n = 10000
+	go func() {
+		for i := range n {
+			c.send(fmt.Sprintf(`{"id":%d,"method":"echo"}`+"\n", i))
+		}
+	}()
+	seen := make(map[float64]bool, n)
+	for range n {
+		m := c.recv()
+		require.Empty(t, errCode(m), "%v", m)
+		seen[m["id"].(float64)] = true
+	}
+	require.Len(t, seen, n)
+}
+
+// exec.cancel does not wait in the backlog behind what it cancels.
+func TestConnCancelOvertakes(t *testing.T) {
+	checkGoroutines(t)
+	h := newFakeHandler()
+	c, _ := pipeConn(t, context.Background(), h, ConnOptions{MaxInFlight: 1})
+	c.send(`{"id":1,"method":"sleep","params":{"ms":2000}}` + "\n")
+	c.send(`{"id":2,"method":"sleep","params":{"ms":2000}}` + "\n")
+	c.send(`{"id":3,"method":"exec.cancel"}` + "\n")
+	start := time.Now()
+	m := c.recv()
+	require.Equal(t, float64(3), m["id"])
+	require.Less(t, time.Since(start), time.Second)
 }
 
 func TestConnActor(t *testing.T) {
