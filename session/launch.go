@@ -112,7 +112,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	if s.errRaw, err = errR.SyscallConn(); err != nil {
 		return fail(err)
 	}
-	if s.tmpDir, err = os.MkdirTemp("", "trl-"+s.id+"-"); err != nil {
+	if s.tmpDir, err = os.MkdirTemp("", tmpPrefix(s.id)); err != nil {
 		return fail(fmt.Errorf("make session temp dir: %w", err))
 	}
 	env := s.cfg.Env

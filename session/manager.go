@@ -48,6 +48,9 @@ func NewManager(opts Options) *Manager {
 		if n := sweepStaleCgroups(); n > 0 {
 			opts.Logger.Warn().Int("groups", n).Msg("ended processes left by a daemon that died without cleaning up")
 		}
+		if n := sweepStaleTempDirs(); n > 0 {
+			opts.Logger.Warn().Int("dirs", n).Msg("removed session directories left by a daemon that died without cleaning up")
+		}
 	}
 	m := &Manager{
 		opts:   opts,
