@@ -47,7 +47,9 @@ class ClientCases:
 
     def test_invalid_params(self):
         with self.assertRaises(InvalidParams):
-            self.trl.run("", self.sid)
+            self.trl.run("true", self.sid, timeout_s=-5)
+        # A blank command is a shell's no-op, with status 0.
+        self.assertEqual(self.trl.run("  ", self.sid)["exit_code"], 0)
 
     def test_sessions_create_get_list_destroy(self):
         s = self.trl.session_create(name="py-life", env={"FOO": "bar"}, working_dir="/")
