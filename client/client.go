@@ -169,13 +169,7 @@ func (c *Client) Run(ctx context.Context, r RunRequest) (*Status, error) {
 func (c *Client) interrupt(session, execID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
-	p := map[string]any{"signal": "SIGINT"}
-	if execID != "" {
-		p["exec_id"] = execID
-	} else if session != "" {
-		p["session_id"] = session
-	}
-	_ = c.c.call(ctx, protocol.MethodExecCancel, p, nil)
+	_, _ = c.Cancel(ctx, execID, session, "SIGINT")
 }
 
 // InputItem is one item of Input: Text, Key (Enter, Tab, C-c …), Paste,

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -257,11 +258,37 @@ func TestStalledViewer(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.CloseNow()
 
+	goruntime.GC()
+	var before goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	peak := before.HeapInuse
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			var m goruntime.MemStats
+			goruntime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+		}
+	}()
 	start := time.Now()
 	st := h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "head -c 100000000 /dev/zero | tr '\\0' x; echo; echo flood-done", "max_output_bytes": 1024, "until": []string{}})
 	elapsed := time.Since(start)
+	close(stop)
+	<-sampled
 	assert.Equal(t, "exited", st["state"])
 	assert.Less(t, elapsed, 60*time.Second, "a stalled viewer does not hold the command")
+	// The viewer's queue is bounded (1 MiB), and the screen keeps at most
+	// its pending limit: 100 MB through the daemon grows its heap by a
+	// few MiB, not by the flood.
+	assert.Less(t, peak-before.HeapInuse, uint64(48<<20), "heap grew by %d MiB during a 100 MB flood to a stalled viewer", (peak-before.HeapInuse)>>20)
+	t.Logf("heap in use grew by %d KiB during the flood", (peak-before.HeapInuse)>>10)
 	// The viewer catches up (a repaint from the screen shows the end).
 	readUntil(t, conn, "flood-done")
 }
