@@ -41,11 +41,17 @@ type command struct {
 	ended    time.Time
 }
 
-// launch starts r in s with its output going to sink, registers it under
-// id, and hands the execution to a goroutine that owns its end: it records
-// the exit, runs onExit, and moves the command to the retained ones.
-func (rt *Runtime) launch(s *session.Session, r exec.Request, id, method string, sink session.Sink, onExit func(*command, exec.Exit)) (*command, error) {
-	c := &command{id: id, s: s, text: r.Command, method: method, started: time.Now(), done: make(chan struct{})}
+// launch starts r in s as c (its id, method, and where its output is
+// kept — coll or st, with max — set by the caller), registers it, and
+// hands the execution to a goroutine that owns its end: it records the
+// exit, runs onExit, and moves the command to the retained ones. c is
+// complete before anyone else can look it up.
+func (rt *Runtime) launch(s *session.Session, r exec.Request, c *command, onExit func(*command, exec.Exit)) (*command, error) {
+	c.s, c.text, c.started, c.done = s, r.Command, time.Now(), make(chan struct{})
+	var sink session.Sink = c.st
+	if c.coll != nil {
+		sink = c.coll
+	}
 	c.watch = exec.NewWatch(sink)
 	e, err := exec.Start(s, r, c.watch)
 	if err != nil {
@@ -55,7 +61,7 @@ func (rt *Runtime) launch(s *session.Session, r exec.Request, id, method string,
 	rt.commands.Add(1)
 	rt.mu.Lock()
 	rt.running[s] = c
-	rt.cmds[id] = c
+	rt.cmds[c.id] = c
 	rt.mu.Unlock()
 	go func() {
 		<-e.Done()

@@ -125,7 +125,7 @@ func (rt *Runtime) execRun(ctx context.Context, call *protocol.Call) (*protocol.
 		return nil, err
 	}
 	coll := exec.NewCollector(max)
-	c, err := rt.launch(s, r, session.NewID("x-", 8), call.Method, coll, func(c *command, x exec.Exit) {
+	c, err := rt.launch(s, r, &command{id: session.NewID("x-", 8), method: call.Method, coll: coll, max: max}, func(c *command, x exec.Exit) {
 		rt.auditCommand(s, call.Actor, call.Method, r.Command, x, coll.Truncated())
 		act := c.watch.Activity()
 		recordCommand(call.Method, x, act.StdoutBytes, act.StderrBytes)
@@ -133,7 +133,6 @@ func (rt *Runtime) execRun(ctx context.Context, call *protocol.Call) (*protocol.
 	if err != nil {
 		return nil, rt.startError(s, err)
 	}
-	c.coll, c.max = coll, max
 	// The command runs to its end even if the caller goes away: a shell
 	// cannot be left half-way through a command. Only a yield or an
 	// until event returns before the end (SPEC §8).
@@ -215,7 +214,7 @@ func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol
 		return nil, err
 	}
 	st := rt.streams.New(s.ID())
-	c, err := rt.launch(s, r, st.ID, call.Method, st, func(_ *command, x exec.Exit) {
+	_, err = rt.launch(s, r, &command{id: st.ID, method: call.Method, st: st, max: exec.DefaultMaxOutput}, func(_ *command, x exec.Exit) {
 		rt.streams.Finish(st, x)
 		rt.auditCommand(s, call.Actor, call.Method, r.Command, x, false)
 		recordStream(call.Method, st, x)
@@ -224,7 +223,6 @@ func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol
 		rt.streams.Drop(st)
 		return nil, rt.startError(s, err)
 	}
-	c.st, c.max = st, exec.DefaultMaxOutput
 	reader := st.NewReader(0, 0)
 	return &protocol.Reply{
 		Data:   map[string]any{"stream_id": st.ID, "session_id": s.ID(), "exec_id": st.ID},
