@@ -29,7 +29,7 @@ type command struct {
 	watch   *exec.Watch
 	coll    *exec.Collector // exec.run: head and tail within max_output_bytes
 	st      *exec.Stream    // exec.stream: a window of recent output
-	max     int             // output budget of one status
+	max     int             // output budget of one status (exec.input may change it: guarded by Runtime.mu)
 	done    chan struct{}   // closed once the exit is recorded
 
 	// Guarded by Runtime.mu.

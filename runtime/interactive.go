@@ -40,13 +40,13 @@ func (rt *Runtime) since(c *command, s session.Stream, offset int64, max int) (d
 // the screen when a full-screen program has it.
 func (rt *Runtime) status(c *command, ev event, render string, advance bool) protocol.ExecStatus {
 	rt.mu.Lock()
-	sent, x := c.sent, c.exit
+	sent, x, budget := c.sent, c.exit, c.max
 	rt.mu.Unlock()
 	st := protocol.ExecStatus{ExecID: c.id, SessionID: c.s.ID(), Reason: ev.reason}
 	var ends [2]int64
 	var data [2]string
 	for _, s := range []session.Stream{session.Stdout, session.Stderr} {
-		b, start, end, cut := rt.since(c, s, sent[s], max(c.max/2, 1))
+		b, start, end, cut := rt.since(c, s, sent[s], max(budget/2, 1))
 		data[s], _ = renderOutput(render, b)
 		ends[s] = end
 		st.Truncated = st.Truncated || cut
@@ -133,7 +133,9 @@ func (rt *Runtime) execInput(ctx context.Context, call *protocol.Call) (*protoco
 		if *p.MaxOutputBytes < 1 || *p.MaxOutputBytes > rt.opts.MaxOutputBytes {
 			return nil, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes must be between 1 and %d", rt.opts.MaxOutputBytes)
 		}
+		rt.mu.Lock()
 		c.max = int(*p.MaxOutputBytes)
+		rt.mu.Unlock()
 	}
 	select {
 	case <-c.done:
