@@ -1,14 +1,16 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // encodeOutput writes an exec.output notification without reflection: it
 // is the one message sent per chunk of a stream's output, so its cost is
 // the stream's throughput. The result is what the general encoder would
-// produce, up to the choice among equivalent JSON escapes.
+// produce, byte for byte (TestExecStatusEncodesAsReflection, FuzzOutputEncoding).
 func encodeOutput(b []byte, d Dialect, n *OutputNotification) []byte {
 	b = slicesGrow(b, len(n.Data)+len(n.Data)/16+128)
 	if d == JSONRPC {
@@ -43,66 +45,94 @@ func slicesGrow(b []byte, n int) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// plain reports whether the 8 bytes at s[i:] need no escaping: ASCII, not
-// a control character, not '"' or '\\'. It tests the whole word at once.
-func plain(s string, i int) bool {
+// skipPlain returns the first i' ≥ i, stepping 8 bytes at a time, where
+// the word at s[i':] holds a byte that may need escaping (not ASCII, a
+// control character, '"' or '\\'), or where fewer than 8 bytes are left.
+func skipPlain(s string, i int) int {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-	zero := func(v uint64) uint64 { return (v - lo) &^ v & hi } // a byte of v is 0
-	return w&hi == 0 && zero(w^(lo*'"')) == 0 && zero(w^(lo*'\\')) == 0 && (w-lo*0x20)&^w&hi == 0
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	for ; i+16 <= len(b); i += 16 {
+		w, v := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
+		wq, wb, vq, vb := w^(lo*'"'), w^(lo*'\\'), v^(lo*'"'), v^(lo*'\\')
+		if (w|v|(wq-lo)&^wq|(wb-lo)&^wb|(w-lo*0x20)&^w|(vq-lo)&^vq|(vb-lo)&^vb|(v-lo*0x20)&^v)&hi != 0 {
+			break
+		}
+	}
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^(lo*'"'), w^(lo*'\\')
+		// (v-lo)&^v&hi is non-zero when a byte of v is 0; (w-lo*0x20)&^w&hi
+		// when a byte of w is below 0x20.
+		if (w|(q-lo)&^q|(bs-lo)&^bs|(w-lo*0x20)&^w)&hi != 0 {
+			break
+		}
+	}
+	return i
 }
 
 // appendString appends s as a JSON string: invalid UTF-8 becomes U+FFFD,
 // and U+2028/U+2029 are escaped, as encoding/json does.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	b = appendStringBody(b, s)
+	return append(b, '"')
+}
+
+// appendStringBody appends s escaped for a JSON string, without quotes.
+func appendStringBody(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
-		for i+8 <= len(s) && plain(s, i) {
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+		i = skipPlain(s, i)
+		// Look at the word skipPlain stopped at byte by byte, then go
+		// back to skipping whole words.
+		for end := min(i+8, len(s)); i < end; {
+			c := s[i]
+			if c < utf8.RuneSelf {
+				if c >= 0x20 && c != '"' && c != '\\' {
+					i++
+					continue
+				}
+				b = append(b, s[start:i]...)
+				b = appendEscape(b, c)
 				i++
+				start = i
 				continue
 			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+			case r == '\u2028' || r == '\u2029':
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				i += size
+				continue
 			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
 			i += size
-			continue
+			start = i
 		}
-		i += size
-		start = i
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
+}
+
+// appendEscape appends the JSON escape of ASCII byte c, as encoding/json
+// writes it.
+func appendEscape(b []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(b, '\\', c)
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 }

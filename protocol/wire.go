@@ -117,55 +117,16 @@ func clip(raw []byte) string {
 
 // EncodeResult encodes a success response to req carrying data.
 func EncodeResult(req *Request, data any) ([]byte, error) {
-	body, err := marshal(data)
+	m, err := Result(req, data)
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	b.Grow(len(body) + 48)
-	if req.Dialect == JSONRPC {
-		b.WriteString(`{"jsonrpc":"2.0","id":`)
-		b.Write(idOrNull(req.ID))
-		b.WriteString(`,"result":`)
-	} else {
-		b.WriteString(`{"id":`)
-		b.Write(idOrNull(req.ID))
-		b.WriteString(`,"ok":true,"data":`)
-	}
-	b.Write(body)
-	b.WriteString("}\n")
-	return b.Bytes(), nil
+	return m.Bytes(), nil
 }
 
 // EncodeError encodes an error response to req (which may be a partial
 // request from Decode, whose id may be nil).
-func EncodeError(req *Request, e *Error) []byte {
-	var b bytes.Buffer
-	if req.Dialect == JSONRPC {
-		b.WriteString(`{"jsonrpc":"2.0","id":`)
-		b.Write(idOrNull(req.ID))
-		b.WriteString(`,"error":{"code":`)
-		b.Write(mustMarshal(e.rpcNumber()))
-		b.WriteString(`,"message":`)
-		b.Write(mustMarshal(e.Message))
-		b.WriteString(`,"data":`)
-		b.Write(rpcData(e))
-		b.WriteString("}}\n")
-		return b.Bytes()
-	}
-	b.WriteString(`{"id":`)
-	b.Write(idOrNull(req.ID))
-	b.WriteString(`,"ok":false,"error":`)
-	body, err := marshal(e)
-	if err != nil {
-		// Data that cannot be encoded must not turn "error" into a string:
-		// keep the {"code","message"} shape and say what went wrong.
-		body = mustMarshal(&Error{Code: e.Code, Message: e.Message, Data: map[string]string{"encoding_error": err.Error()}})
-	}
-	b.Write(body)
-	b.WriteString("}\n")
-	return b.Bytes()
-}
+func EncodeError(req *Request, e *Error) []byte { return ErrorMessage(req, e).Bytes() }
 
 // rpcData is a JSON-RPC error's data: {"code":"SESSION_NOT_FOUND", ...}
 // with the fields of e.Data merged in when it is an object.

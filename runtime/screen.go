@@ -14,7 +14,9 @@ import (
 func renderOutput(mode string, b []byte) (string, error) {
 	switch mode {
 	case "", "raw":
-		return string(b), nil
+		// No copy: every caller passes bytes made for this answer alone,
+		// never written again.
+		return bytesView(b), nil
 	case "text":
 		return render.Text(b), nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -224,76 +223,27 @@ func (c *conn) drain() {
 	}
 }
 
-// run calls the method table for req and writes its response, then runs
-// the reply's Follow. A panic in the method table is answered as an internal
-// error (or only logged once the response is out) so one bad request cannot
-// take the daemon down.
+// run answers req through the request pipeline (answer), the conn
+// being its replier.
 func (c *conn) run(req *protocol.Request) {
-	answered := false
-	defer func() {
-		if p := recover(); p != nil {
-			c.opts.Logger.Error().Str("method", req.Method).Str("actor", c.opts.Actor).
-				Interface("panic", p).Bytes("stack", debug.Stack()).Msg("request handler panicked")
-			if !answered && !req.IsNotification() {
-				c.write(protocol.EncodeError(req, protocol.Errorf(protocol.CodeInternal,
-					"internal error while handling %s; the daemon log has details", req.Method)))
-			}
-		}
-	}()
-
-	reply, err := c.h.Handle(c.ctx, &protocol.Call{Method: req.Method, Params: req.Params, Actor: c.opts.Actor})
-	metrics.Get().Request(c.opts.Transport, req.Method, metrics.Code(err))
-	if req.IsNotification() {
-		answered = true
-		c.followUnheard(reply, err)
-		return
-	}
-	if err != nil {
-		answered = true
-		c.write(protocol.EncodeError(req, protocol.AsError(err)))
-		return
-	}
-	var data any
-	if reply != nil {
-		data = reply.Data
-	}
-	out, err := protocol.EncodeResult(req, data)
-	answered = true
-	if err != nil {
-		c.write(protocol.EncodeError(req, protocol.Errorf(protocol.CodeInternal,
-			"the result of %s could not be encoded: %v", req.Method, err)))
-		return
-	}
-	if c.write(out) != nil || reply == nil || reply.Follow == nil {
-		return
-	}
-	notes := protocol.NewNotifier(req.Dialect)
-	emit := func(method string, params any) error {
-		if c.ctx.Err() != nil {
-			return context.Cause(c.ctx)
-		}
-		note, err := notes.Encode(method, params)
-		if err != nil {
-			return err
-		}
-		return c.write(note)
-	}
-	if err := reply.Follow(c.ctx, emit); err != nil && c.ctx.Err() == nil {
-		c.opts.Logger.Debug().Err(err).Str("method", req.Method).Msg("notifications ended with an error")
-	}
+	answer(c.ctx, c.h, caller{transport: c.opts.Transport, actor: c.opts.Actor, log: c.opts.Logger}, req, c)
 }
 
-// followUnheard finishes a JSON-RPC notification's reply. Nobody listens
-// for its output, but Follow may own clean-up (a stream subscription), so
-// it still runs, with a context that has already ended so it returns at once.
-func (c *conn) followUnheard(reply *protocol.Reply, err error) {
-	if err != nil || reply == nil || reply.Follow == nil {
-		return
+// reply implements replier: the response is one line like any other.
+func (c *conn) reply(m *protocol.Message, _ bool) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
 	}
-	ctx, cancel := context.WithCancelCause(c.ctx)
-	cancel(errors.New("transport: a JSON-RPC notification gets no output"))
-	_ = reply.Follow(ctx, func(string, any) error { return context.Cause(ctx) })
+	if _, err := m.WriteTo(c.w); err != nil {
+		return c.failed(err)
+	}
+	return nil
 }
+
+// notify implements replier.
+func (c *conn) notify(line []byte) error { return c.write(line) }
 
 // write sends one encoded message whole. After the first failure the
 // connection is cancelled and closed (the client is gone), and every later
@@ -305,12 +255,18 @@ func (c *conn) write(b []byte) error {
 		return c.werr
 	}
 	if _, err := c.w.Write(b); err != nil {
-		c.werr = fmt.Errorf("transport: writing to the client: %w", err)
-		c.cancel(c.werr)
-		// Closing wakes the reader, which then winds the connection down.
-		// No one closing holds wmu, so closing under it cannot deadlock.
-		c.close()
-		return c.werr
+		return c.failed(err)
 	}
 	return nil
+}
+
+// failed records the first write failure, under wmu: the connection is
+// cancelled and closed (the client is gone).
+func (c *conn) failed(err error) error {
+	c.werr = fmt.Errorf("transport: writing to the client: %w", err)
+	c.cancel(c.werr)
+	// Closing wakes the reader, which then winds the connection down.
+	// No one closing holds wmu, so closing under it cannot deadlock.
+	c.close()
+	return c.werr
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -73,7 +72,7 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			methodNotAllowed(w, "GET, HEAD")
 			return
 		}
-		writeMessage(w, http.StatusOK, []byte(`{"ok":true}`+"\n"))
+		_ = writeMessage(w, http.StatusOK, protocol.Line([]byte(`{"ok":true}`+"\n")))
 		return
 	}
 	if s.opts.Probes != nil && (r.URL.Path == "/livez" || r.URL.Path == "/readyz") {
@@ -180,11 +179,7 @@ func (s *HTTPServer) readBody(w *stallWriter, r *http.Request) ([]byte, bool) {
 // {"id":null,"ok":false,"error":{"code","message"}}, is also a ToolResult,
 // so gateway clients can read it too.
 func writeEnvelope(w http.ResponseWriter, status int, code protocol.Code, msg string) {
-	body := protocol.EncodeError(&protocol.Request{}, protocol.Errorf(code, "%s", msg))
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	w.Write(body)
+	_ = writeMessage(w, status, protocol.ErrorMessage(&protocol.Request{}, protocol.Errorf(code, "%s", msg)))
 }
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {

@@ -1,11 +1,12 @@
 package transport
 
 import (
-	"bytes"
 	"mime"
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/trl-project/trl/protocol"
 )
 
 // Content types of a streamed /rpc response.
@@ -42,27 +43,42 @@ func newEventStream(w *stallWriter, r *http.Request) *eventStream {
 	return st
 }
 
-// send writes one encoded message (ending in "\n") and flushes it. After
-// the first failure every send returns that failure.
-func (st *eventStream) send(msg []byte) error {
+// send writes one message (ending in "\n") and flushes it. After the
+// first failure every send returns that failure.
+func (st *eventStream) send(m *protocol.Message) error {
+	return st.put(func() error {
+		_, err := m.WriteTo(st.w)
+		return err
+	})
+}
+
+// sendLine is send for an encoded line (a notification).
+func (st *eventStream) sendLine(line []byte) error {
+	return st.put(func() error {
+		_, err := st.w.Write(line)
+		return err
+	})
+}
+
+// put frames what write writes as one message of the stream: as an event
+// it is "data: " + the message + "\n" (the message ends in its own "\n").
+func (st *eventStream) put(write func() error) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.err != nil {
 		return st.err
 	}
 	if st.sse {
-		msg = bytes.TrimRight(msg, "\n")
-		buf := make([]byte, 0, len(msg)+8)
-		buf = append(buf, "data: "...)
-		buf = append(buf, msg...)
-		msg = append(buf, "\n\n"...)
+		_, st.err = st.w.Write([]byte("data: "))
 	}
-	if _, err := st.w.Write(msg); err != nil {
-		st.err = err
-		return err
+	if st.err == nil {
+		st.err = write()
 	}
-	if err := st.w.FlushError(); err != nil {
-		st.err = err
+	if st.err == nil && st.sse {
+		_, st.err = st.w.Write([]byte("\n"))
+	}
+	if st.err == nil {
+		st.err = st.w.FlushError()
 	}
 	return st.err
 }

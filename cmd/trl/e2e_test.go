@@ -76,9 +76,15 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 // startDaemonEnv starts `trl serve` with extra environment variables.
 func startDaemonEnv(t *testing.T, env []string, args ...string) *daemon {
 	t.Helper()
+	return startDaemonBin(t, trlBin, env, args...)
+}
+
+// startDaemonBin starts `trl serve` from the binary bin.
+func startDaemonBin(t *testing.T, bin string, env []string, args ...string) *daemon {
+	t.Helper()
 	socket := filepath.Join(t.TempDir(), "trl.sock")
 	d := &daemon{socket: socket, stderr: &lockedBuffer{}, done: make(chan error, 1)}
-	d.cmd = exec.Command(trlBin, append([]string{"serve", "--socket", socket, "--log-level", "debug"}, args...)...)
+	d.cmd = exec.Command(bin, append([]string{"serve", "--socket", socket, "--log-level", "debug"}, args...)...)
 	d.cmd.Stderr = d.stderr
 	d.cmd.Env = append(os.Environ(), env...)
 	require.NoError(t, d.cmd.Start())
@@ -132,7 +138,7 @@ func dial(t *testing.T, socket string) *client {
 
 func (c *client) read() {
 	sc := bufio.NewScanner(c.conn)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	sc.Buffer(make([]byte, 1<<20), 128<<20)
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
