@@ -16,7 +16,7 @@ import (
 // other message is held as bytes.
 type Message struct {
 	head    []byte
-	space   [64]byte // holds head when it is short: one allocation less
+	space   [64]byte      // holds head when it is short: one allocation less
 	payload fieldsEncoder // nil: head is the whole message
 	open    bool          // payload's fields follow head without a '{'
 	tail    string
