@@ -11,7 +11,8 @@
 //	0  command pipe   the daemon writes one command line per command
 //	1  /dev/null      the shell's own stdout (see below)
 //	2  control pipe   the shell's own prompt, which we set to a record
-//	                  "\x1eTRL:<nonce>:<status>:<cwd>\x1f"
+//	                  "\x1eTRL:<nonce>:<seq>:<status>:<cwd>\x1f<nonce>\x1f"
+//	                  (the nonce in the end marker lets the cwd hold any byte)
 //	3  PTY slave      stdin and stdout of commands (fds 0 and 1 are
 //	                  re-pointed here); the controlling terminal
 //	4  stderr pipe    stderr of every command, kept apart from stdout

@@ -2,6 +2,8 @@ package session
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -283,6 +285,33 @@ func TestXtraceShowsOnlyTheCommand(t *testing.T) {
 			run2(t, s, "set +x")
 			_, errOut, _ = run2(t, s, "echo quiet")
 			assert.Empty(t, errOut)
+		})
+	}
+}
+
+// TestCwdAnyBytes: a working directory whose name holds the record's end
+// byte (\x1f), a newline, a colon or the record's start byte is reported
+// whole, and the session goes on (issue 10 item 9).
+func TestCwdAnyBytes(t *testing.T) {
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			base := t.TempDir()
+			for _, name := range []string{"a\x1fb", "new\nline", "c:d:0", "e\x1eTRL:f", "sp ace\x1f\x1f", "p%dq%%!"} {
+				dir := filepath.Join(base, name)
+				require.NoError(t, os.Mkdir(dir, 0o755))
+				_, errOut, st := run2(t, s, "cd "+quote(dir))
+				require.Empty(t, errOut)
+				assert.Equal(t, 0, st.ExitCode)
+				assert.Equal(t, dir, st.Cwd, "cwd after cd into %q", name)
+				out, _, st := run2(t, s, "echo ok")
+				assert.Equal(t, "ok\n", out, "the session goes on after %q", name)
+				assert.Equal(t, dir, st.Cwd)
+				assert.Equal(t, dir, s.Info().WorkingDir)
+			}
 		})
 	}
 }

@@ -16,7 +16,7 @@ import (
 // completions.
 func (s *Session) readControl() {
 	defer s.readers.Done()
-	rp := recordParser{prefix: []byte(recordPrefix(s.nonce))}
+	rp := recordParser{prefix: []byte(recordPrefix(s.nonce)), suffix: []byte(recordSuffix(s.nonce))}
 	buf := make([]byte, 512) // records are short; this is held while idle
 	first := true
 	for {

@@ -36,7 +36,12 @@ const (
 	recordEnd   = '\x1f'
 )
 
+// A record is recordPrefix, its fields, and recordSuffix. The suffix
+// repeats the nonce, so no byte a directory name can hold ends a record
+// early: "/tmp/a\x1fb" or a name with a newline is reported whole.
 func recordPrefix(nonce string) string { return string(recordStart) + "TRL:" + nonce + ":" }
+
+func recordSuffix(nonce string) string { return string(recordEnd) + nonce + string(recordEnd) }
 
 // trl's own names in the shell carry the session's random nonce
 // (`_trl<nonce>n`): no command, rc file or habit can name them by
@@ -74,7 +79,7 @@ var (
 		seqVar: plainSeq,
 		printf: `\command printf`,
 		init: func(nonce string) string {
-			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
+			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + recordSuffix(nonce) + `'; readonly PS1`
 		},
 	}
 	// bash: line editing stays off whatever a command does. `set -o vi`
@@ -93,17 +98,23 @@ var (
 			return common(nonce) + f + `() { if [[ -o emacs || -o vi ]]; then \builtin set +o emacs +o vi; fi; \builtin return "$1"; }; ` +
 				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + `; ` +
 				`unset PROMPT_COMMAND HISTFILE; PS0=''; ` + trlName(nonce, "n") + `=0; ` +
-				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + string(recordEnd) + `'; readonly PS1`
+				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + recordSuffix(nonce) + `'; readonly PS1`
 		},
 	}
+	// zsh: the record's cwd is ${PWD} (PROMPT_SUBST, with '%' doubled),
+	// not %d, which shows control characters as ^X. The epilogue puts
+	// back the prompt options a command may have changed.
 	zshShell = dialect{
-		name:   "zsh",
-		args:   []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr"},
-		seqVar: func(string) string { return "psvar[1]=" },
-		printf: `\builtin printf`,
+		name:     "zsh",
+		args:     []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr"},
+		seqVar:   func(string) string { return "psvar[1]=" },
+		printf:   `\builtin printf`,
+		epilogue: true,
 		init: func(nonce string) string {
-			return common(nonce) + `unsetopt PROMPT_SUBST CHECK_JOBS CHECK_RUNNING_JOBS; setopt PROMPT_PERCENT; RPS1=''; RPS2=''; psvar=(0); ` +
-				`PS1='` + recordPrefix(nonce) + `%1v:%?:%d` + string(recordEnd) + `'; typeset -r PS1`
+			return common(nonce) + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
+				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
+				trlName(nonce, "f") + ` 0; ` +
+				`PS1='` + recordPrefix(nonce) + `%1v:%?:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`
 		},
 	}
 )
@@ -156,7 +167,7 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	b.WriteString(d.seqVar(nonce))
 	b.WriteString(n)
 	// The start record: the shell has parsed the line and runs it.
-	b.WriteString("; " + d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037' >&2; ")
+	b.WriteString("; " + d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037" + nonce + "\\037' >&2; ")
 	if !d.source {
 		b.WriteString(trlName(nonce, "c"))
 		b.WriteByte('=')
@@ -216,8 +227,8 @@ type record struct {
 // else the shell writes there (job notices, its own complaints) is
 // returned as noise for the log.
 type recordParser struct {
-	prefix []byte
-	buf    []byte
+	prefix, suffix []byte
+	buf            []byte
 }
 
 // feed appends p and returns the complete records found and any noise.
@@ -236,13 +247,13 @@ func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
 		}
 		noise = append(noise, rp.buf[:i]...)
 		rest := rp.buf[i+len(rp.prefix):]
-		j := bytes.IndexByte(rest, recordEnd)
+		j := bytes.Index(rest, rp.suffix)
 		if j < 0 {
 			rp.buf = append(rp.buf[:0], rp.buf[i:]...)
 			return recs, noise
 		}
 		body := string(rest[:j])
-		rp.buf = append(rp.buf[:0], rest[j+1:]...)
+		rp.buf = append(rp.buf[:0], rest[j+len(rp.suffix):]...)
 		if n, ok := strings.CutPrefix(body, "S"); ok {
 			if seq, err := strconv.ParseInt(n, 10, 64); err == nil {
 				recs = append(recs, record{seq: seq, start: true})
