@@ -242,13 +242,16 @@ func TestHostileShellState(t *testing.T) {
 					}
 					if !j.Status().Exited {
 						out, _ := k.get()
-						// zsh's DEBUG trap also fires inside trl's
-						// runner for the user's own command; xtrace
-						// to fd 1 traces the user's command there.
+						// zsh's DEBUG trap fires for the user's own
+						// command (but not for trl's); xtrace to fd 1
+						// traces the user's command there.
 						assert.Contains(t, out, "after\n")
 						assert.NotContains(t, out, "_trl", "trl's own lines leaked")
 						assert.NotContains(t, out, "TRL:", "trl's own lines leaked")
-						if shell != "/usr/bin/zsh" && c.cmd != "BASH_XTRACEFD=1; set -x" {
+						switch {
+						case strings.HasSuffix(shell, "zsh") && strings.HasPrefix(c.cmd, "trap"):
+							assert.Equal(t, "DEBUGTRAP\nafter\n", out, "the trap fires once, for the command")
+						case c.cmd != "BASH_XTRACEFD=1; set -x":
 							assert.Equal(t, "after\n", out)
 						}
 						return

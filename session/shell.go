@@ -29,6 +29,12 @@ type dialect struct {
 	// epilogue, when set, follows the command on its line; it receives
 	// the command's status as $1 and must return it.
 	epilogue bool
+	// innerStdout, when set, has the runner point stdout at the terminal
+	// on its eval, not the line on the runner's call: zsh fires a DEBUG
+	// trap inside functions before a command's redirections apply, so
+	// the trap's output for trl's own eval goes to the shell's stdout
+	// (/dev/null), and only the user's own commands' traps are seen.
+	innerStdout bool
 }
 
 const (
@@ -105,13 +111,14 @@ var (
 	// not %d, which shows control characters as ^X. The epilogue puts
 	// back the prompt options a command may have changed.
 	zshShell = dialect{
-		name:     "zsh",
-		args:     []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr"},
-		seqVar:   func(string) string { return "psvar[1]=" },
-		printf:   `\builtin printf`,
-		epilogue: true,
+		name:        "zsh",
+		args:        []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr"},
+		seqVar:      func(string) string { return "psvar[1]=" },
+		printf:      `\builtin printf`,
+		epilogue:    true,
+		innerStdout: true,
 		init: func(nonce string) string {
-			return common(nonce) + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
+			return common(nonce) + trlName(nonce, "r") + `() { eval "$` + trlName(nonce, "c") + `" >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
 				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
 				trlName(nonce, "f") + ` 0; ` +
 				`PS1='` + recordPrefix(nonce) + `%1v:%?:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`
@@ -203,7 +210,11 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	}
 	// stdout is re-pointed at the terminal (fd 3) like stdin and
 	// stderr, so an `exec >/dev/null` in one command ends with it.
-	b.WriteString(" >&3 2>&4 3<&- 4>&-")
+	if d.innerStdout {
+		b.WriteString(" 2>&4 4>&-") // the runner does >&3 3>&-
+	} else {
+		b.WriteString(" >&3 2>&4 3<&- 4>&-")
+	}
 	if d.epilogue {
 		b.WriteString("; " + trlName(nonce, "f") + " $?")
 	}
