@@ -50,8 +50,13 @@ type result struct {
 
 func run(t *testing.T, s *session.Session, r trlexec.Request, max int) result {
 	t.Helper()
+	return runWith(t, s, r, max, trlexec.Options{})
+}
+
+func runWith(t *testing.T, s *session.Session, r trlexec.Request, max int, opts trlexec.Options) result {
+	t.Helper()
 	c := trlexec.NewCollector(max)
-	e, err := trlexec.Start(s, r, c)
+	e, err := trlexec.Start(trlexec.InSession(s), r, c, opts)
 	require.NoError(t, err)
 	select {
 	case <-e.Done():
@@ -157,7 +162,7 @@ func TestExitEndsSession(t *testing.T) {
 			assert.Empty(t, string(r.Stderr))
 			assert.True(t, r.SessionExited)
 			assert.Equal(t, session.StateExited, s.Info().State)
-			_, err := trlexec.Start(s, trlexec.Request{Command: "true"}, trlexec.NewCollector(0))
+			_, err := trlexec.Start(trlexec.InSession(s), trlexec.Request{Command: "true"}, trlexec.NewCollector(0), trlexec.Options{})
 			assert.ErrorIs(t, err, session.ErrExited)
 		})
 	}
@@ -173,9 +178,12 @@ func TestTimeout(t *testing.T) {
 	for _, shell := range shells(t) {
 		for _, tc := range cases {
 			t.Run(shell+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
 				s := newSession(t, shell)
 				start := time.Now()
-				r := run(t, s, trlexec.Request{Command: tc.cmd, Timeout: 500 * time.Millisecond}, 0)
+				// The escalation's timing is table-tested against a fake
+				// (escalation_test.go); here real shells, with a short grace.
+				r := runWith(t, s, trlexec.Request{Command: tc.cmd, Timeout: 500 * time.Millisecond}, 0, trlexec.Options{Grace: 500 * time.Millisecond})
 				assert.True(t, r.TimedOut)
 				assert.NotZero(t, r.ExitCode)
 				assert.Equal(t, tc.out, strings.TrimRight(string(r.Stdout), "\n")+"\n")
@@ -191,16 +199,16 @@ func TestTimeout(t *testing.T) {
 // running a builtin loop, only killing the session ends the command.
 func TestShellIgnoringSIGINT(t *testing.T) {
 	s := newSession(t, "/bin/sh")
-	r := run(t, s, trlexec.Request{Command: "trap '' INT; while :; do :; done", Timeout: 300 * time.Millisecond}, 0)
+	r := runWith(t, s, trlexec.Request{Command: "trap '' INT; while :; do :; done", Timeout: 300 * time.Millisecond}, 0, trlexec.Options{Grace: 300 * time.Millisecond})
 	assert.True(t, r.TimedOut)
 	assert.True(t, r.SessionExited)
 }
 
 func TestBusy(t *testing.T) {
 	s := newSession(t, "/bin/sh")
-	e, err := trlexec.Start(s, trlexec.Request{Command: "sleep 0.5"}, trlexec.NewCollector(0))
+	e, err := trlexec.Start(trlexec.InSession(s), trlexec.Request{Command: "sleep 0.5"}, trlexec.NewCollector(0), trlexec.Options{})
 	require.NoError(t, err)
-	_, err = trlexec.Start(s, trlexec.Request{Command: "true"}, trlexec.NewCollector(0))
+	_, err = trlexec.Start(trlexec.InSession(s), trlexec.Request{Command: "true"}, trlexec.NewCollector(0), trlexec.Options{})
 	assert.ErrorIs(t, err, session.ErrBusy)
 	<-e.Done()
 	assert.Equal(t, 0, e.Exit().ExitCode)
@@ -210,7 +218,7 @@ func TestCancel(t *testing.T) {
 	for _, sig := range []string{"INT", "TERM", "KILL"} {
 		t.Run(sig, func(t *testing.T) {
 			s := newSession(t, "/bin/bash")
-			e, err := trlexec.Start(s, trlexec.Request{Command: "trap '' INT; sleep 30"}, trlexec.NewCollector(0))
+			e, err := trlexec.Start(trlexec.InSession(s), trlexec.Request{Command: "trap '' INT; sleep 30"}, trlexec.NewCollector(0), trlexec.Options{})
 			require.NoError(t, err)
 			time.Sleep(200 * time.Millisecond)
 			num := map[string]int{"INT": 2, "TERM": 15, "KILL": 9}[sig]
@@ -279,7 +287,7 @@ func TestValidation(t *testing.T) {
 		{Command: "true", Env: map[string]string{"OK": "a\x00"}},
 		{Command: "true", Timeout: -time.Second},
 	} {
-		_, err := trlexec.Start(s, r, trlexec.NewCollector(0))
+		_, err := trlexec.Start(trlexec.InSession(s), r, trlexec.NewCollector(0), trlexec.Options{})
 		assert.ErrorIs(t, err, trlexec.ErrInvalid, "%q", r.Command)
 	}
 	assert.Equal(t, "ok\n", string(sh(t, s, "echo ok").Stdout))

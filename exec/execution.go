@@ -11,12 +11,41 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Shell is what an Execution needs of a session.
+// Job is one command running in a shell, as an Execution drives it:
+// *session.Job is one, and the tests drive the escalation below with a
+// fake in milliseconds.
+type Job interface {
+	// Done is closed when the command has ended and all its output has
+	// reached its sink.
+	Done() <-chan struct{}
+	// Status is valid once Done is closed.
+	Status() session.Status
+	// Signal sends sig to the command while it runs (session.Job.Signal
+	// says which signal is sent when); after its end it does nothing.
+	Signal(sig unix.Signal) (unix.Signal, error)
+	// Kill ends the whole session: the last resort for a shell that does
+	// not stop its command.
+	Kill()
+	// Cause is why the session ended with the command, or nil.
+	Cause() error
+}
+
+// Shell starts commands: InSession adapts a session.
 type Shell interface {
-	Start(c session.Command, sink session.Sink) (*session.Job, error)
-	// Signal and Kill act only while job is the one running.
-	Signal(job *session.Job, sig unix.Signal) (unix.Signal, error)
-	Kill(job *session.Job)
+	Start(c session.Command, sink session.Sink) (Job, error)
+}
+
+// InSession is the Shell of session s.
+func InSession(s *session.Session) Shell { return sessionShell{s} }
+
+type sessionShell struct{ s *session.Session }
+
+func (sh sessionShell) Start(c session.Command, sink session.Sink) (Job, error) {
+	j, err := sh.s.Start(c, sink)
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
 }
 
 // Errors the method table maps to wire codes.
@@ -34,8 +63,19 @@ type Request struct {
 }
 
 // Grace is how long a timed-out command gets after SIGINT before SIGKILL,
-// and after SIGKILL before the whole session is killed.
+// and after SIGKILL before the whole session is killed, unless Options
+// say otherwise.
 const Grace = 2 * time.Second
+
+// Options tune one Execution; the zero value is the default.
+type Options struct {
+	// Grace replaces the package's Grace (0: Grace).
+	Grace time.Duration
+	// OnExit, when set, runs once the command has ended, on the
+	// Execution's own goroutine, before Done is closed: whoever waits on
+	// Done sees what it did.
+	OnExit func(Exit)
+}
 
 // Validate checks what the shell cannot carry.
 func (r Request) Validate() error {
@@ -58,15 +98,18 @@ type Exit struct {
 	TimedOut bool
 	Canceled bool
 	Cwd      string
-	// SessionExited is set when the shell ended with the command.
+	// SessionExited is set when the shell ended with the command, and
+	// Cause says why.
 	SessionExited bool
+	Cause         error
 }
 
-// Execution is one running command. One goroutine (watch) owns its
-// timeout; Cancel may be called from anywhere.
+// Execution is one running command. One goroutine (watch) owns it from
+// start to end: its timeout and the escalation after it, the record of
+// how it ended, and OnExit. Cancel may be called from anywhere.
 type Execution struct {
-	shell Shell
-	job   *session.Job
+	job   Job
+	opts  Options
 	start time.Time
 	done  chan struct{}
 
@@ -77,7 +120,7 @@ type Execution struct {
 }
 
 // Start runs r in shell with its output going to sink.
-func Start(shell Shell, r Request, sink session.Sink) (*Execution, error) {
+func Start(shell Shell, r Request, sink session.Sink, opts Options) (*Execution, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -86,7 +129,10 @@ func Start(shell Shell, r Request, sink session.Sink) (*Execution, error) {
 		// it is here (SWE-ReX's suite expects it).
 		r.Command = ":"
 	}
-	e := &Execution{shell: shell, start: time.Now(), done: make(chan struct{})}
+	if opts.Grace <= 0 {
+		opts.Grace = Grace
+	}
+	e := &Execution{opts: opts, start: time.Now(), done: make(chan struct{})}
 	job, err := shell.Start(session.Command{Text: r.Command, Env: r.Env, Stdin: r.Stdin}, sink)
 	if err != nil {
 		return nil, err
@@ -99,44 +145,45 @@ func Start(shell Shell, r Request, sink session.Sink) (*Execution, error) {
 // watch owns the command's deadline: at the timeout it sends SIGINT to the
 // command's process group, after Grace SIGKILL, and after another Grace it
 // kills the session (a shell that ignores SIGINT while running a builtin
-// loop cannot be stopped any other way).
+// loop cannot be stopped any other way). Its one timer is stopped on
+// every path.
 func (e *Execution) watch(timeout time.Duration) {
 	defer close(e.done)
-	if timeout > 0 {
-		// Each step acts on this command only: if it has just ended, the
-		// signal goes nowhere rather than to the next command.
-		steps := []func(){
-			func() {
-				// Marked first, as in Cancel: the command may end before
-				// Signal returns.
+	defer e.finish()
+	if timeout <= 0 {
+		<-e.job.Done()
+		return
+	}
+	// Each step acts on this command only: if it has just ended, the
+	// signal goes nowhere rather than to the next command.
+	steps := []func(){
+		func() {
+			// Marked first, as in Cancel: the command may end before
+			// Signal returns.
+			e.mu.Lock()
+			e.timedOut = true
+			e.mu.Unlock()
+			if _, err := e.job.Signal(unix.SIGINT); err != nil {
 				e.mu.Lock()
-				e.timedOut = true
+				e.timedOut = false
 				e.mu.Unlock()
-				if _, err := e.shell.Signal(e.job, unix.SIGINT); err != nil {
-					e.mu.Lock()
-					e.timedOut = false
-					e.mu.Unlock()
-				}
-			},
-			func() { e.shell.Signal(e.job, unix.SIGKILL) },
-			func() { e.shell.Kill(e.job) },
-		}
-		wait := timeout
-		for _, step := range steps {
-			t := time.NewTimer(wait)
-			select {
-			case <-e.job.Done():
-				t.Stop()
-				e.finish()
-				return
-			case <-t.C:
-				step()
 			}
-			wait = Grace
+		},
+		func() { e.job.Signal(unix.SIGKILL) },
+		e.job.Kill,
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for _, step := range steps {
+		select {
+		case <-e.job.Done():
+			return
+		case <-t.C:
+			step()
 		}
+		t.Reset(e.opts.Grace)
 	}
 	<-e.job.Done()
-	e.finish()
 }
 
 func (e *Execution) finish() {
@@ -149,8 +196,13 @@ func (e *Execution) finish() {
 		Canceled:      e.canceled,
 		Cwd:           st.Cwd,
 		SessionExited: st.Exited,
+		Cause:         e.job.Cause(),
 	}
+	x := e.exit
 	e.mu.Unlock()
+	if e.opts.OnExit != nil {
+		e.opts.OnExit(x)
+	}
 }
 
 // Cancel sends sig to the running command and marks it canceled. It
@@ -162,7 +214,7 @@ func (e *Execution) Cancel(sig unix.Signal) (unix.Signal, error) {
 	was := e.canceled
 	e.canceled = true
 	e.mu.Unlock()
-	sent, err := e.shell.Signal(e.job, sig)
+	sent, err := e.job.Signal(sig)
 	if err != nil {
 		e.mu.Lock()
 		e.canceled = was

@@ -30,7 +30,7 @@ type command struct {
 	coll    *exec.Collector // exec.run: head and tail within max_output_bytes
 	st      *exec.Stream    // exec.stream: a window of recent output
 	max     int             // output budget of one status (exec.input may change it: guarded by Runtime.mu)
-	done    chan struct{}   // closed once the exit is recorded
+	done    <-chan struct{} // closed once the exit is recorded (the execution's Done)
 
 	// Guarded by Runtime.mu.
 	sent     [2]int64  // output offsets the statuses have carried so far
@@ -42,30 +42,22 @@ type command struct {
 }
 
 // launch starts r in s as c (its id, method, and where its output is
-// kept — coll or st, with max — set by the caller), registers it, and
-// hands the execution to a goroutine that owns its end: it records the
-// exit, runs onExit, and moves the command to the retained ones. c is
-// complete before anyone else can look it up.
+// kept — coll or st, with max — set by the caller) and registers it. The
+// execution's own goroutine owns the command's end: it records the exit,
+// runs onExit and moves the command to the retained ones, all before
+// c.done closes. c is complete before anyone else can look it up.
 func (rt *Runtime) launch(s *session.Session, r exec.Request, c *command, onExit func(*command, exec.Exit)) (*command, error) {
-	c.s, c.text, c.started, c.done = s, r.Command, time.Now(), make(chan struct{})
+	c.s, c.text, c.started = s, r.Command, time.Now()
 	var sink session.Sink = c.st
 	if c.coll != nil {
 		sink = c.coll
 	}
 	c.watch = exec.NewWatch(sink)
-	e, err := exec.Start(s, r, c.watch)
-	if err != nil {
-		return nil, err
-	}
-	c.e = e
-	rt.commands.Add(1)
-	rt.mu.Lock()
-	rt.running[s] = c
-	rt.cmds[c.id] = c
-	rt.mu.Unlock()
-	go func() {
-		<-e.Done()
-		x := e.Exit()
+	registered := make(chan struct{})
+	rt.execs.Add(1)
+	e, err := exec.Start(exec.InSession(s), r, c.watch, exec.Options{OnExit: func(x exec.Exit) {
+		defer rt.execs.Done()
+		<-registered // a command can end before launch has registered it
 		onExit(c, x)
 		rt.mu.Lock()
 		c.exit = &x
@@ -75,8 +67,18 @@ func (rt *Runtime) launch(s *session.Session, r exec.Request, c *command, onExit
 		}
 		rt.retain(c)
 		rt.mu.Unlock()
-		close(c.done)
-	}()
+	}})
+	if err != nil {
+		rt.execs.Done()
+		return nil, err
+	}
+	c.e, c.done = e, e.Done()
+	rt.commands.Add(1)
+	rt.mu.Lock()
+	rt.running[s] = c
+	rt.cmds[c.id] = c
+	rt.mu.Unlock()
+	close(registered)
 	return c, nil
 }
 

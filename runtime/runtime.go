@@ -48,6 +48,9 @@ type Runtime struct {
 	finished []*command
 	closing  bool
 	calls    sync.WaitGroup
+	// execs counts the executions whose end has not been recorded yet:
+	// Shutdown waits for them too.
+	execs sync.WaitGroup
 }
 
 // New returns a Runtime with no sessions.
@@ -127,6 +130,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		rt.calls.Wait()
+		rt.execs.Wait()
 		close(done)
 	}()
 	select {

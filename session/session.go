@@ -103,6 +103,7 @@ type Session struct {
 
 // Job is one command running in a session.
 type Job struct {
+	s     *Session
 	seq   int64
 	sink  Sink
 	stdin string // stdin file to remove afterwards
@@ -126,6 +127,20 @@ func (j *Job) Done() <-chan struct{} { return j.done }
 
 // Status is valid once Done is closed.
 func (j *Job) Status() Status { return j.status }
+
+// Signal sends sig to the job while it runs (see Session.Signal).
+func (j *Job) Signal(sig unix.Signal) (unix.Signal, error) { return j.s.Signal(j, sig) }
+
+// Kill ends the session if the job still runs (see Session.Kill).
+func (j *Job) Kill() { j.s.Kill(j) }
+
+// Cause is why the session ended with the job, or nil while it lives.
+func (j *Job) Cause() error {
+	if !j.status.Exited {
+		return nil
+	}
+	return j.s.EndCause()
+}
 
 // NewID returns prefix followed by n random bytes in hex.
 func NewID(prefix string, n int) string {
@@ -165,7 +180,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	// screen.
 	s.scr.LeaveAltScreen()
 	s.seq++
-	j := &Job{seq: s.seq, sink: sink, done: make(chan struct{})}
+	j := &Job{s: s, seq: s.seq, sink: sink, done: make(chan struct{})}
 	if c.Stdin != nil {
 		f, err := os.CreateTemp(s.tmpDir, "stdin-")
 		if err == nil {
