@@ -186,8 +186,9 @@ func (s *Session) complete(seq int64, st Status) {
 			s.closing = true
 		}
 	}
+	timers := append([]*time.Timer{j.watchdog, j.dropCheck}, j.later...)
 	s.mu.Unlock()
-	for _, t := range []*time.Timer{j.watchdog, j.dropCheck} {
+	for _, t := range timers {
 		if t != nil {
 			t.Stop()
 		}

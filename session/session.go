@@ -117,8 +117,11 @@ type Job struct {
 	pendingINT bool
 	done       chan struct{}
 	status     Status
-	// Timers owned by the job, stopped when it completes (see end.go).
+	// Timers owned by the job, stopped when it completes (see end.go);
+	// later holds the delayed signals of signal.go. Guarded by
+	// Session.mu.
 	watchdog, dropCheck *time.Timer
+	later               []*time.Timer
 }
 
 // Done is closed when the command has ended and all its output has been
@@ -240,14 +243,17 @@ func (s *Session) cmdFile() string { return s.tmpDir + "/command" }
 // still the one running (nil: whatever runs). The job completes with the
 // shell's status.
 func (s *Session) Kill(job *Job) {
-	// mu is held throughout, so that no new command can start between the
-	// check and the kill (killing takes no lock of the session's).
+	// Under mu: the check, the cause, and closing, so that no new command
+	// can start between the check and the kill. The kill itself (up to
+	// 2 s of SIGKILL) holds no lock.
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if job != nil && s.job != job {
+		s.mu.Unlock()
 		return
 	}
 	s.setCause(fmt.Errorf("%w: a command did not end after its timeout's SIGINT and SIGKILL, so the session was ended", ErrEscalation))
+	s.closing = true
+	s.mu.Unlock()
 	s.killTree()
 }
 

@@ -111,7 +111,7 @@ func (s *Session) Signal(job *Job, sig unix.Signal) (unix.Signal, error) {
 // foreground group, the signal is delivered again, once. Called with mu
 // held.
 func (s *Session) recheck(job *Job, sent int, sig unix.Signal) {
-	time.AfterFunc(30*time.Millisecond, func() {
+	job.after(30*time.Millisecond, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.job != job || s.closing || s.state == StateExited {
@@ -128,6 +128,12 @@ func (s *Session) recheck(job *Job, sent int, sig unix.Signal) {
 	})
 }
 
+// after runs f after d unless the job has completed by then: the timer
+// is the job's, stopped when it completes. Called with Session.mu held.
+func (j *Job) after(d time.Duration, f func()) {
+	j.later = append(j.later, time.AfterFunc(d, f))
+}
+
 // shellSettle is how long after a line's start record the shell may be
 // interrupted: in the first moments it is still setting up the line's
 // redirections, and bash, interrupted there, leaves them half undone.
@@ -141,7 +147,7 @@ func (s *Session) interruptSoon(job *Job) bool {
 	if wait <= 0 {
 		return s.interruptShell(job)
 	}
-	time.AfterFunc(wait, func() {
+	job.after(wait, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.job != job || s.closing || s.state == StateExited {
