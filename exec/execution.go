@@ -60,6 +60,8 @@ type Request struct {
 	Stdin   *string
 	// Timeout ends the command (0: none).
 	Timeout time.Duration
+	// Owner is passed on to session.Command.Owner.
+	Owner any
 }
 
 // Grace is how long a timed-out command gets after SIGINT before SIGKILL,
@@ -133,7 +135,7 @@ func Start(shell Shell, r Request, sink session.Sink, opts Options) (*Execution,
 		opts.Grace = Grace
 	}
 	e := &Execution{opts: opts, start: time.Now(), done: make(chan struct{})}
-	job, err := shell.Start(session.Command{Text: r.Command, Env: r.Env, Stdin: r.Stdin}, sink)
+	job, err := shell.Start(session.Command{Text: r.Command, Env: r.Env, Stdin: r.Stdin, Owner: r.Owner}, sink)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,9 @@ const (
 
 // command is one command's life as the runtime sees it (SPEC §8): its id,
 // its session, its execution, where its output is kept, and how far the
-// statuses returned so far have carried its output. The registry
-// (Runtime.cmds and Runtime.running) is the one record of what runs.
+// statuses returned so far have carried its output. What runs in a
+// session is its job (session.Running hands back the command); the
+// registry Runtime.cmds finds commands by exec_id, running or retained.
 type command struct {
 	id      string
 	s       *session.Session
@@ -53,6 +54,7 @@ func (rt *Runtime) launch(s *session.Session, r exec.Request, c *command, onExit
 		sink = c.coll
 	}
 	c.watch = exec.NewWatch(sink)
+	r.Owner = c
 	registered := make(chan struct{})
 	rt.execs.Add(1)
 	e, err := exec.Start(exec.InSession(s), r, c.watch, exec.Options{OnExit: func(x exec.Exit) {
@@ -62,9 +64,6 @@ func (rt *Runtime) launch(s *session.Session, r exec.Request, c *command, onExit
 		rt.mu.Lock()
 		c.exit = &x
 		c.ended = time.Now()
-		if rt.running[s] == c {
-			delete(rt.running, s)
-		}
 		rt.retain(c)
 		rt.mu.Unlock()
 	}})
@@ -75,7 +74,6 @@ func (rt *Runtime) launch(s *session.Session, r exec.Request, c *command, onExit
 	c.e, c.done = e, e.Done()
 	rt.commands.Add(1)
 	rt.mu.Lock()
-	rt.running[s] = c
 	rt.cmds[c.id] = c
 	rt.mu.Unlock()
 	close(registered)
@@ -111,11 +109,32 @@ func (rt *Runtime) lookupExec(id string) (*command, error) {
 	return c, nil
 }
 
-// current returns the command running in s, if any.
+// current returns the command running in s, if any. A command the
+// session runs but launch has not registered yet is not returned: it is
+// not complete until then.
 func (rt *Runtime) current(s *session.Session) *command {
+	c, _ := s.Running().(*command)
+	if c == nil {
+		return nil
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.running[s]
+	if rt.cmds[c.id] != c || c.exit != nil {
+		return nil
+	}
+	return c
+}
+
+// runningLocked lists the commands that have not ended. Called with
+// rt.mu held.
+func (rt *Runtime) runningLocked() []*command {
+	cs := make([]*command, 0, len(rt.cmds)-len(rt.finished))
+	for _, c := range rt.cmds {
+		if c.exit == nil {
+			cs = append(cs, c)
+		}
+	}
+	return cs
 }
 
 // summary describes c for exec.list and session.info.

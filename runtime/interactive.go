@@ -326,10 +326,7 @@ func (rt *Runtime) unreported() []*command {
 			cs = append(cs, c)
 		}
 	}
-	for _, c := range rt.running {
-		cs = append(cs, c)
-	}
-	return cs
+	return append(cs, rt.runningLocked()...)
 }
 
 func (rt *Runtime) execList(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
@@ -348,9 +345,7 @@ func (rt *Runtime) execList(_ context.Context, call *protocol.Call) (*protocol.R
 	rt.mu.Lock()
 	cs := make([]*command, 0, len(rt.cmds))
 	cs = append(cs, rt.finished...)
-	for _, c := range rt.running {
-		cs = append(cs, c)
-	}
+	cs = append(cs, rt.runningLocked()...)
 	rt.mu.Unlock()
 	out := protocol.ExecList{Commands: []protocol.ExecSummary{}}
 	for _, c := range cs {

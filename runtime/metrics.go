@@ -42,5 +42,5 @@ func (rt *Runtime) SessionCount() int { return rt.sessions.Len() }
 func (rt *Runtime) RunningCommands() int {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return len(rt.running)
+	return len(rt.cmds) - len(rt.finished)
 }

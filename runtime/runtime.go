@@ -41,9 +41,9 @@ type Runtime struct {
 	commands atomic.Int64
 
 	mu sync.Mutex
-	// The registry of commands (see command): by session while they
-	// run, by exec_id while they run and for a while after.
-	running  map[*session.Session]*command
+	// The registry of commands (see command) by exec_id, while they run
+	// and for a while after. What runs in a session is its job
+	// (session.Running hands back the command).
 	cmds     map[string]*command
 	finished []*command
 	closing  bool
@@ -66,7 +66,6 @@ func New(opts Options) *Runtime {
 		sessions: session.NewManager(opts.Sessions),
 		streams:  exec.NewStreams(opts.Streams),
 		started:  time.Now(),
-		running:  map[*session.Session]*command{},
 		cmds:     map[string]*command{},
 	}
 	if opts.Audit != nil {

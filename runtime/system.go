@@ -26,7 +26,7 @@ func (rt *Runtime) systemStats(_ context.Context, call *protocol.Call) (*protoco
 		return nil, err
 	}
 	rt.mu.Lock()
-	running := len(rt.running)
+	running := len(rt.cmds) - len(rt.finished)
 	rt.mu.Unlock()
 	return &protocol.Reply{Data: map[string]any{
 		"active_sessions":    rt.sessions.Len(),

@@ -78,6 +78,10 @@ type Command struct {
 	// Stdin, when non-nil, is fed to the command followed by end-of-file;
 	// when nil the command's stdin is the terminal.
 	Stdin *string
+	// Owner is whoever started the command (the runtime's record of it):
+	// Session.Running hands it back while the command runs, so the
+	// session's job is the one record of what runs.
+	Owner any
 }
 
 // Stream names an output stream.

@@ -104,6 +104,7 @@ type Session struct {
 // Job is one command running in a session.
 type Job struct {
 	s     *Session
+	owner any
 	seq   int64
 	sink  Sink
 	stdin string // stdin file to remove afterwards
@@ -183,7 +184,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	// screen.
 	s.scr.LeaveAltScreen()
 	s.seq++
-	j := &Job{s: s, seq: s.seq, sink: sink, done: make(chan struct{})}
+	j := &Job{s: s, owner: c.Owner, seq: s.seq, sink: sink, done: make(chan struct{})}
 	if c.Stdin != nil {
 		f, err := os.CreateTemp(s.tmpDir, "stdin-")
 		if err == nil {
@@ -221,6 +222,16 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 		s.log.Debug().Err(err).Msg("write command")
 	}
 	return j, nil
+}
+
+// Running returns the Owner of the command running now, or nil.
+func (s *Session) Running() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.job == nil {
+		return nil
+	}
+	return s.job.owner
 }
 
 // Retire refuses new commands from now on, unless one is running and
