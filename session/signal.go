@@ -164,7 +164,8 @@ func (s *Session) interruptSoon(job *Job) bool {
 
 // interruptShell sends SIGINT to the shell while it executes job's line.
 // It declines when the line's prompt record has been written: the line is
-// over and the shell about to wait for the next. Called with mu held.
+// over and the shell about to wait for the next. Called with mu held,
+// which it lets go while it waits for the control pipe to drain.
 func (s *Session) interruptShell(job *Job) bool {
 	for i := 0; ; i++ {
 		if s.lastRecord.Load() >= job.seq {
@@ -174,11 +175,17 @@ func (s *Session) interruptShell(job *Job) bool {
 			break
 		}
 		// Bytes are waiting on the control pipe: let the reader take
-		// them (it reads without mu) and look again.
+		// them (it reads without mu) and look again, without holding mu
+		// while waiting.
 		if i == 100 {
 			return false
 		}
+		s.mu.Unlock()
 		time.Sleep(time.Millisecond)
+		s.mu.Lock()
+		if s.job != job || s.closing || s.state == StateExited {
+			return false
+		}
 	}
 	if err := unix.Kill(s.pid, unix.SIGINT); err != nil {
 		return false
