@@ -55,7 +55,7 @@ func (s *Session) EndCause() error {
 func (s *Session) endWith(cause error) {
 	s.setCause(cause)
 	s.log.Warn().Err(cause).Msg("ending the session")
-	s.killTree()
+	s.kill()
 }
 
 // setCause records cause unless one is already recorded.

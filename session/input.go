@@ -58,10 +58,23 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	// The screen is asked (which parses what it holds) only for a
 	// program that waits: a busy one costs one /proc look, not a parse.
 	st, err := s.tw.Check(false)
-	if err == nil && st.Waiting && s.scr.AltScreen() {
+	if err != nil || !st.Waiting {
+		return st, err
+	}
+	// The program waits, so all it wrote before is written. Bytes may
+	// have arrived since the first look, or a pump may hold some it read
+	// but has not yet handed to the screen: look again, and take ioMu
+	// once so any such hand-over is finished before the screen is asked.
+	if pending(s.ptmRaw) || pending(s.errRaw) {
+		return termwait.Status{}, nil
+	}
+	s.ioMu.Lock()
+	//lint:ignore SA2001 the empty critical section waits for a pump's hand-over
+	s.ioMu.Unlock()
+	if s.scr.AltScreen() {
 		st.Kind = termwait.KindTUI
 	}
-	return st, err
+	return st, nil
 }
 
 // pending reports whether rc has bytes to read.

@@ -27,6 +27,7 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*
 		ready:   make(chan struct{}),
 		exited:  make(chan struct{}),
 		closed:  make(chan struct{}),
+		killed:  make(chan struct{}),
 
 		launched: make(chan struct{}),
 		lease:    l,

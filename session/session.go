@@ -88,9 +88,13 @@ type Session struct {
 	ended      context.Context
 	endSession context.CancelCauseFunc
 	logEndOnce sync.Once
-	noFile     unix.Rlimit   // the shell's open-file limit at launch
-	launched   chan struct{} // closed once launch has set pid, tree and log
-	reaped     atomic.Bool   // set with state exited, read without mu
+	// killOnce starts the one goroutine that kills the session's
+	// processes (see kill); killed is closed when it is done.
+	killOnce sync.Once
+	killed   chan struct{}
+	noFile   unix.Rlimit   // the shell's open-file limit at launch
+	launched chan struct{} // closed once launch has set pid, tree and log
+	reaped   atomic.Bool   // set with state exited, read without mu
 
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
@@ -265,7 +269,7 @@ func (s *Session) Kill(job *Job) {
 	s.setCause(fmt.Errorf("%w: a command did not end after its timeout's SIGINT and SIGKILL, so the session was ended", ErrEscalation))
 	s.closing = true
 	s.mu.Unlock()
-	s.killTree()
+	s.kill()
 }
 
 // exitedErr is the error for a command asked of an ended session.
@@ -281,6 +285,21 @@ func (s *Session) killTree() {
 	if !s.tree.kill(2 * time.Second) {
 		s.log.Error().Msg("processes of the session survived 2 s of SIGKILL")
 	}
+}
+
+// kill ends the shell and everything it started. Every path that ends a
+// session by force (a timeout's last step, a shell that stopped
+// answering, destroy, shutdown) comes here: the first call starts the one
+// goroutine that kills (up to 2 s of SIGKILL, holding no lock), later
+// calls find it under way. The returned channel is closed when it is done.
+func (s *Session) kill() <-chan struct{} {
+	s.killOnce.Do(func() {
+		go func() {
+			defer close(s.killed)
+			s.killTree()
+		}()
+	})
+	return s.killed
 }
 
 // Close ends the session: every process it started, the PTY and the pipes.
@@ -302,7 +321,7 @@ func (s *Session) CloseWith(cause error) {
 	s.mu.Unlock()
 
 	if s.proc != nil {
-		s.killTree()
+		<-s.kill()
 		select {
 		case <-s.exited:
 		case <-time.After(5 * time.Second):
