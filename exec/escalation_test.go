@@ -18,13 +18,15 @@ import (
 // endsOn (or on Kill, which ends its session), or by itself after runFor.
 type fakeJob struct {
 	endsOn map[unix.Signal]bool
+	runFor time.Duration // > 0: ends by itself this long after its start
 	start  time.Time
 
 	mu      sync.Mutex
-	actions []string // "INT@<step>", "KILL", "session killed"
+	actions []string // "SIGINT", "SIGKILL", "session killed"
 	status  session.Status
 	done    chan struct{}
 	ended   bool
+	onDone  func() // the Command's Done, set by fakeShell.Start
 }
 
 func newFakeJob(runFor time.Duration, endsOn ...unix.Signal) *fakeJob {
@@ -32,20 +34,21 @@ func newFakeJob(runFor time.Duration, endsOn ...unix.Signal) *fakeJob {
 	for _, s := range endsOn {
 		j.endsOn[s] = true
 	}
-	if runFor > 0 {
-		time.AfterFunc(runFor, func() { j.end(session.Status{ExitCode: 0, Cwd: "/"}) })
-	}
+	j.runFor = runFor
 	return j
 }
 
 func (j *fakeJob) end(st session.Status) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.ended {
+		j.mu.Unlock()
 		return
 	}
 	j.ended, j.status = true, st
 	close(j.done)
+	onDone := j.onDone
+	j.mu.Unlock()
+	onDone() // as a session does: after Done closes, with no lock held
 }
 
 func (j *fakeJob) record(a string) {
@@ -94,7 +97,13 @@ func (j *fakeJob) snapshot() []string {
 // fakeShell starts one prepared job.
 type fakeShell struct{ job *fakeJob }
 
-func (f fakeShell) Start(session.Command, session.Sink) (trlexec.Job, error) { return f.job, nil }
+func (f fakeShell) Start(c session.Command, _ session.Sink) (trlexec.Job, error) {
+	f.job.onDone = c.Done
+	if f.job.runFor > 0 {
+		time.AfterFunc(f.job.runFor, func() { f.job.end(session.Status{ExitCode: 0, Cwd: "/"}) })
+	}
+	return f.job, nil
+}
 
 // TestEscalation table-tests a timeout's steps against a fake job: SIGINT
 // at the timeout, SIGKILL a grace later, the session killed after another,

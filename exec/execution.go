@@ -106,16 +106,24 @@ type Exit struct {
 	Cause         error
 }
 
-// Execution is one running command. One goroutine (watch) owns it from
-// start to end: its timeout and the escalation after it, the record of
-// how it ended, and OnExit. Cancel may be called from anywhere.
+// Execution is one running command. It owns it from start to end: its
+// timeout and the escalation after it (one timer, stopped on every path),
+// the record of how it ended, and OnExit. No goroutine waits for the end:
+// the session calls back when the command has ended (session.Command's
+// Done), on its reader, which records the exit and closes Done, so the
+// caller waiting on Done is the only hand-off. Cancel may be called from
+// anywhere.
 type Execution struct {
-	job   Job
-	opts  Options
-	start time.Time
-	done  chan struct{}
+	job     Job
+	opts    Options
+	start   time.Time
+	started chan struct{} // closed once Start has set job and timer
+	done    chan struct{}
 
 	mu       sync.Mutex
+	timer    *time.Timer // the timeout's next step; nil without a timeout
+	step     int         // the next escalation step
+	ended    bool
 	timedOut bool
 	canceled bool
 	exit     Exit
@@ -134,58 +142,71 @@ func Start(shell Shell, r Request, sink session.Sink, opts Options) (*Execution,
 	if opts.Grace <= 0 {
 		opts.Grace = Grace
 	}
-	e := &Execution{opts: opts, start: time.Now(), done: make(chan struct{})}
-	job, err := shell.Start(session.Command{Text: r.Command, Env: r.Env, Stdin: r.Stdin, Owner: r.Owner}, sink)
+	e := &Execution{opts: opts, start: time.Now(), started: make(chan struct{}), done: make(chan struct{})}
+	job, err := shell.Start(session.Command{Text: r.Command, Env: r.Env, Stdin: r.Stdin, Owner: r.Owner, Done: e.jobDone}, sink)
 	if err != nil {
 		return nil, err
 	}
 	e.job = job
-	go e.watch(r.Timeout)
+	if r.Timeout > 0 {
+		e.mu.Lock()
+		e.timer = time.AfterFunc(r.Timeout, e.escalate)
+		e.mu.Unlock()
+	}
+	close(e.started)
 	return e, nil
 }
 
-// watch owns the command's deadline: at the timeout it sends SIGINT to the
-// command's process group, after Grace SIGKILL, and after another Grace it
-// kills the session (a shell that ignores SIGINT while running a builtin
-// loop cannot be stopped any other way). Its one timer is stopped on
-// every path.
-func (e *Execution) watch(timeout time.Duration) {
-	defer close(e.done)
-	defer e.finish()
-	if timeout <= 0 {
-		<-e.job.Done()
+// escalate takes the timeout's next step: SIGINT to the command's process
+// group at the timeout, SIGKILL a Grace later, and after another Grace the
+// session is killed (a shell that ignores SIGINT while running a builtin
+// loop cannot be stopped any other way). Each step acts on this command
+// only: if it has just ended, the signal goes nowhere rather than to the
+// next command.
+func (e *Execution) escalate() {
+	e.mu.Lock()
+	if e.ended {
+		e.mu.Unlock()
 		return
 	}
-	// Each step acts on this command only: if it has just ended, the
-	// signal goes nowhere rather than to the next command.
-	steps := []func(){
-		func() {
-			// Marked first, as in Cancel: the command may end before
-			// Signal returns.
+	step := e.step
+	e.step++
+	if step == 0 {
+		// Marked before the signal, as in Cancel: the command may end
+		// before Signal returns.
+		e.timedOut = true
+	}
+	if step < 2 {
+		e.timer.Reset(e.opts.Grace)
+	}
+	e.mu.Unlock()
+	switch step {
+	case 0:
+		if _, err := e.job.Signal(unix.SIGINT); err != nil {
 			e.mu.Lock()
-			e.timedOut = true
+			e.timedOut = false
 			e.mu.Unlock()
-			if _, err := e.job.Signal(unix.SIGINT); err != nil {
-				e.mu.Lock()
-				e.timedOut = false
-				e.mu.Unlock()
-			}
-		},
-		func() { e.job.Signal(unix.SIGKILL) },
-		e.job.Kill,
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for _, step := range steps {
-		select {
-		case <-e.job.Done():
-			return
-		case <-t.C:
-			step()
 		}
-		t.Reset(e.opts.Grace)
+	case 1:
+		e.job.Signal(unix.SIGKILL)
+	default:
+		e.job.Kill()
 	}
-	<-e.job.Done()
+}
+
+// jobDone is the session's call once the command has ended and its output
+// is delivered: the timer stops, the exit is recorded, OnExit runs, and
+// Done closes.
+func (e *Execution) jobDone() {
+	<-e.started // the command may end before Start has returned
+	e.mu.Lock()
+	e.ended = true
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	e.mu.Unlock()
+	e.finish()
+	close(e.done)
 }
 
 func (e *Execution) finish() {

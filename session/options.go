@@ -82,6 +82,11 @@ type Command struct {
 	// Session.Running hands it back while the command runs, so the
 	// session's job is the one record of what runs.
 	Owner any
+	// Done, when set, is called once the command has ended and all its
+	// output has reached its sink, right after the job's Done channel
+	// closes, on the session's reader goroutine with no lock held. It
+	// must not block for long: the session's next completion waits.
+	Done func()
 }
 
 // Stream names an output stream.

@@ -202,4 +202,7 @@ func (s *Session) complete(seq int64, st Status) {
 	}
 	j.status = st
 	close(j.done)
+	if j.onDone != nil {
+		j.onDone()
+	}
 }

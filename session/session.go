@@ -107,11 +107,12 @@ type Session struct {
 
 // Job is one command running in a session.
 type Job struct {
-	s     *Session
-	owner any
-	seq   int64
-	sink  Sink
-	stdin string // stdin file to remove afterwards
+	s      *Session
+	owner  any
+	onDone func()
+	seq    int64
+	sink   Sink
+	stdin  string // stdin file to remove afterwards
 	// started is set when the shell's start record for this line arrives:
 	// from then on the line is being executed, so SIGINT to the shell
 	// interrupts it rather than a line still being read. pendingINT is an
@@ -188,7 +189,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	// screen.
 	s.scr.LeaveAltScreen()
 	s.seq++
-	j := &Job{s: s, owner: c.Owner, seq: s.seq, sink: sink, done: make(chan struct{})}
+	j := &Job{s: s, owner: c.Owner, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
 	if c.Stdin != nil {
 		f, err := os.CreateTemp(s.tmpDir, "stdin-")
 		if err == nil {
