@@ -9,7 +9,7 @@
 // not read its commands from the terminal. Its file descriptors are:
 //
 //	0  command pipe   the daemon writes one command line per command
-//	1  /dev/null      the shell's own stdout (see below)
+//	1  control pipe   the shell's own stdout (see below), as fd 2
 //	2  control pipe   the shell's own prompt, which we set to a record
 //	                  "\x1eTRL:<nonce>:<seq>:<status>:<cwd>\x1f<nonce>\x1f"
 //	                  (the nonce in the end marker lets the cwd hold any byte)

@@ -92,15 +92,6 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return err
 	}
 	toClose = append(toClose, errW)
-	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		ptm.Close()
-		cmdW.Close()
-		ctlR.Close()
-		errR.Close()
-		return err
-	}
-	toClose = append(toClose, devNull)
 	// From here on, Close releases what we hold.
 	s.ptm, s.cmdW, s.ctlR, s.errR = ptm, cmdW, ctlR, errR
 	fail := func(e error) error {
@@ -135,12 +126,14 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	attr := &os.ProcAttr{
 		Dir: s.cfg.WorkingDir,
 		Env: shellEnv(baseEnv, env, s.id),
-		// The shell's own stdout is /dev/null: every command line
-		// re-points stdout at the terminal (fd 3), so what the shell
-		// itself prints between commands — a DEBUG trap firing for trl's
-		// own commands, xtrace sent to fd 1 — reaches no command's output.
+		// The shell's own stdout is the control pipe, like its stderr:
+		// every command line re-points stdout at the terminal (fd 3), so
+		// what the shell itself prints between commands — a DEBUG trap
+		// firing for trl's own commands, xtrace sent to fd 1 — reaches no
+		// command's output (the record parser logs it as noise), and the
+		// line's start record needs no redirection of its own.
 		// fd 5 is a spare copy of the stderr pipe (see settle).
-		Files: []*os.File{cmdR, devNull, ctlW, pts, errW, errW},
+		Files: []*os.File{cmdR, ctlW, ctlW, pts, errW, errW},
 		// Pdeathsig: if the daemon dies, so does the shell (its jobs
 		// then get the terminal's hang-up).
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3, Pdeathsig: syscall.SIGKILL},

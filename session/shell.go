@@ -33,7 +33,8 @@ type dialect struct {
 	// on its eval, not the line on the runner's call: zsh fires a DEBUG
 	// trap inside functions before a command's redirections apply, so
 	// the trap's output for trl's own eval goes to the shell's stdout
-	// (/dev/null), and only the user's own commands' traps are seen.
+	// (the control pipe, logged as noise), and only the user's own
+	// commands' traps are seen.
 	innerStdout bool
 }
 
@@ -173,8 +174,9 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	n := strconv.FormatInt(seq, 10)
 	b.WriteString(d.seqVar(nonce))
 	b.WriteString(n)
-	// The start record: the shell has parsed the line and runs it.
-	b.WriteString("; " + d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037" + nonce + "\\037' >&2; ")
+	// The start record: the shell has parsed the line and runs it. The
+	// shell's own stdout is the control pipe.
+	b.WriteString("; " + d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037" + nonce + "\\037'; ")
 	if !d.source {
 		b.WriteString(trlName(nonce, "c"))
 		b.WriteByte('=')
