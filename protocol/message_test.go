@@ -111,12 +111,18 @@ func FuzzExecStatusEncoding(f *testing.F) {
 	})
 }
 
+// resultOf512KiB is exec.run's result of 512 KiB of 80-column lines.
+func resultOf512KiB() protocol.ExecStatus {
+	code := 0
+	line := strings.Repeat("x", 79) + "\n"
+	return protocol.ExecStatus{Stdout: strings.Repeat(line, 512<<10/80), ExitCode: &code, Cwd: "/work",
+		ExecID: "x-0123456789abcdef", SessionID: "default", State: "exited", Reason: "exit"}
+}
+
 // BenchmarkEncodeExecResult is #9's target: a 512 KiB result encodes in
 // ≤ 0.3 ms with ≤ 2 allocations.
 func BenchmarkEncodeExecResult(b *testing.B) {
-	code := 0
-	line := strings.Repeat("x", 79) + "\n"
-	st := protocol.ExecStatus{Stdout: strings.Repeat(line, 512<<10/80), ExitCode: &code, Cwd: "/work", ExecID: "x-0123456789abcdef", SessionID: "default", State: "exited", Reason: "exit"}
+	st := resultOf512KiB()
 	req := &protocol.Request{Dialect: protocol.TRL, ID: json.RawMessage(`1`)}
 	b.SetBytes(int64(len(st.Stdout)))
 	b.ReportAllocs()
@@ -132,9 +138,7 @@ func BenchmarkEncodeExecResult(b *testing.B) {
 // BenchmarkWriteExecResult is the same result as the transports send it:
 // written in pieces through a pooled buffer.
 func BenchmarkWriteExecResult(b *testing.B) {
-	code := 0
-	line := strings.Repeat("x", 79) + "\n"
-	st := protocol.ExecStatus{Stdout: strings.Repeat(line, 512<<10/80), ExitCode: &code, Cwd: "/work", ExecID: "x-0123456789abcdef", SessionID: "default", State: "exited", Reason: "exit"}
+	st := resultOf512KiB()
 	req := &protocol.Request{Dialect: protocol.TRL, ID: json.RawMessage(`1`)}
 	b.SetBytes(int64(len(st.Stdout)))
 	b.ReportAllocs()
@@ -152,9 +156,7 @@ func BenchmarkWriteExecResult(b *testing.B) {
 // BenchmarkReflectExecResult is the encoding/json path the hand-written
 // encoder replaced, for comparison.
 func BenchmarkReflectExecResult(b *testing.B) {
-	code := 0
-	line := strings.Repeat("x", 79) + "\n"
-	st := protocol.ExecStatus{Stdout: strings.Repeat(line, 512<<10/80), ExitCode: &code, Cwd: "/work", ExecID: "x-0123456789abcdef", SessionID: "default", State: "exited", Reason: "exit"}
+	st := resultOf512KiB()
 	b.SetBytes(int64(len(st.Stdout)))
 	b.ReportAllocs()
 	for b.Loop() {
