@@ -71,8 +71,8 @@ func (r *Recorder) scan(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	data, _ := reply.Data.(map[string]any)
-	infos, _ := data["sessions"].([]protocol.SessionInfo)
+	list, _ := reply.Data.(protocol.SessionListResult)
+	infos := list.Sessions
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, in := range infos {

@@ -134,8 +134,8 @@ const CodeCommandWaitingInput = "COMMAND_WAITING_INPUT"
 // says what the command waited for (nil: it did not).
 func (g *Gateway) watchInput(ctx context.Context, reply *protocol.Reply, cmdBy time.Time, actor string, stopFollow func()) (stop func(), prompt func() *protocol.InputWait) {
 	var id string
-	if m, ok := reply.Data.(map[string]any); ok {
-		id, _ = m["exec_id"].(string)
+	if started, ok := reply.Data.(protocol.ExecStreamStarted); ok {
+		id = started.ExecID
 	}
 	var in *protocol.InputWait
 	if id == "" {

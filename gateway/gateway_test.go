@@ -474,7 +474,7 @@ func TestIdleSessionsAreReaped(t *testing.T) {
 		reply, err := h.rt.Handle(context.Background(), &protocol.Call{Method: protocol.MethodSessionList})
 		require.NoError(t, err)
 		n := 0
-		for _, s := range reply.Data.(map[string]any)["sessions"].([]protocol.SessionInfo) {
+		for _, s := range reply.Data.(protocol.SessionListResult).Sessions {
 			if strings.HasPrefix(s.Name, "gw-") {
 				n++
 			}

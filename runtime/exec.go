@@ -225,7 +225,7 @@ func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol
 	}
 	reader := st.NewReader(0, 0)
 	return &protocol.Reply{
-		Data:   map[string]any{"stream_id": st.ID, "session_id": s.ID(), "exec_id": st.ID},
+		Data:   protocol.ExecStreamStarted{StreamID: st.ID, SessionID: s.ID(), ExecID: st.ID},
 		Follow: func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) },
 	}, nil
 }
@@ -348,14 +348,14 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 			finished = true
 		default:
 		}
-		return &protocol.Reply{Data: map[string]any{
-			"exec_id":    c.id,
-			"stream":     which.String(),
-			"data":       text,
-			"offset":     start,
-			"length":     len(data),
-			"complete":   finished && start+int64(len(data)) >= end,
-			"lost_bytes": lost,
+		return &protocol.Reply{Data: protocol.ExecReadResult{
+			ExecID:    c.id,
+			Stream:    which.String(),
+			Data:      text,
+			Offset:    start,
+			Length:    len(data),
+			Complete:  finished && start+int64(len(data)) >= end,
+			LostBytes: lost,
 		}}, nil
 	}
 	st, err := rt.stream(p.StreamID)
@@ -371,14 +371,14 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 	}
 	data, start, lost, complete := st.ReadAt(which, p.Offset, p.Limit)
 	text, _ := renderOutput(p.Render, data)
-	return &protocol.Reply{Data: map[string]any{
-		"stream_id":  st.ID,
-		"stream":     which.String(),
-		"data":       text,
-		"offset":     start,
-		"length":     len(data),
-		"complete":   complete,
-		"lost_bytes": lost,
+	return &protocol.Reply{Data: protocol.ExecReadResult{
+		StreamID:  st.ID,
+		Stream:    which.String(),
+		Data:      text,
+		Offset:    start,
+		Length:    len(data),
+		Complete:  complete,
+		LostBytes: lost,
 	}}, nil
 }
 
@@ -434,7 +434,7 @@ func (rt *Runtime) execAttach(_ context.Context, call *protocol.Call) (*protocol
 	reader := st.NewReader(p.Offset, p.StderrOffset)
 	_, finished := st.Done()
 	return &protocol.Reply{
-		Data:   map[string]any{"stream_id": st.ID, "session_id": st.SessionID, "offset": p.Offset, "stderr_offset": p.StderrOffset, "running": !finished},
+		Data:   protocol.ExecAttachResult{StreamID: st.ID, SessionID: st.SessionID, Offset: p.Offset, StderrOffset: p.StderrOffset, Running: !finished},
 		Follow: func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) },
 	}, nil
 }
@@ -455,7 +455,7 @@ func (rt *Runtime) execCancel(_ context.Context, call *protocol.Call) (*protocol
 		}
 		select {
 		case <-c.done:
-			return &protocol.Reply{Data: map[string]any{"canceled": false}}, nil
+			return &protocol.Reply{Data: protocol.ExecCancelResult{}}, nil
 		default:
 		}
 	} else {
@@ -468,17 +468,17 @@ func (rt *Runtime) execCancel(_ context.Context, call *protocol.Call) (*protocol
 			return nil, err
 		}
 		if c = rt.current(s); c == nil {
-			return &protocol.Reply{Data: map[string]any{"canceled": false}}, nil
+			return &protocol.Reply{Data: protocol.ExecCancelResult{}}, nil
 		}
 	}
 	sent, err := c.e.Cancel(sig)
 	if err == session.ErrNoForeground {
-		return &protocol.Reply{Data: map[string]any{"canceled": false}}, nil
+		return &protocol.Reply{Data: protocol.ExecCancelResult{}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &protocol.Reply{Data: map[string]any{"canceled": true, "signal": unix.SignalName(sent)}}, nil
+	return &protocol.Reply{Data: protocol.ExecCancelResult{Canceled: true, Signal: unix.SignalName(sent)}}, nil
 }
 
 // parseSignal reads a signal given as a name ("SIGINT", "INT", case

@@ -242,7 +242,7 @@ func stream(t *testing.T, rt *Runtime, params map[string]any) (string, *protocol
 	raw, _ := json.Marshal(params)
 	reply, err := rt.Handle(context.Background(), &protocol.Call{Method: "exec.stream", Params: raw})
 	require.NoError(t, err)
-	return reply.Data.(map[string]any)["stream_id"].(string), reply
+	return reply.Data.(protocol.ExecStreamStarted).StreamID, reply
 }
 
 func TestStreamLive(t *testing.T) {

@@ -83,7 +83,7 @@ func (rt *Runtime) sessionList(_ context.Context, call *protocol.Call) (*protoco
 	for _, s := range list {
 		out = append(out, info(s))
 	}
-	return &protocol.Reply{Data: map[string]any{"sessions": out}}, nil
+	return &protocol.Reply{Data: protocol.SessionListResult{Sessions: out}}, nil
 }
 
 // lookup resolves a required session_id.
@@ -124,7 +124,7 @@ func (rt *Runtime) sessionDestroy(_ context.Context, call *protocol.Call) (*prot
 		return nil, err
 	}
 	rt.log.Info().Str("session", s.ID()).Str("actor", call.Actor).Msg("session.destroy")
-	return &protocol.Reply{Data: map[string]any{"session_id": s.ID(), "destroyed": true}}, nil
+	return &protocol.Reply{Data: protocol.SessionDestroyed{SessionID: s.ID(), Destroyed: true}}, nil
 }
 
 // Session returns a live session by id or name, for the web console,

@@ -15,10 +15,7 @@ func (rt *Runtime) systemPing(_ context.Context, call *protocol.Call) (*protocol
 	if err := protocol.DecodeParams(call.Params, &struct{}{}); err != nil {
 		return nil, err
 	}
-	return &protocol.Reply{Data: map[string]any{
-		"uptime_s": time.Since(rt.started).Seconds(),
-		"version":  Version,
-	}}, nil
+	return &protocol.Reply{Data: protocol.PingResult{UptimeS: time.Since(rt.started).Seconds(), Version: Version}}, nil
 }
 
 func (rt *Runtime) systemStats(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
@@ -28,17 +25,17 @@ func (rt *Runtime) systemStats(_ context.Context, call *protocol.Call) (*protoco
 	rt.mu.Lock()
 	running := len(rt.cmds) - len(rt.finished)
 	rt.mu.Unlock()
-	return &protocol.Reply{Data: map[string]any{
-		"active_sessions":    rt.sessions.Len(),
-		"total_commands_run": rt.commands.Load(),
-		"uptime_s":           time.Since(rt.started).Seconds(),
-		"memory_rss_bytes":   rssBytes(),
-		"running_commands":   running,
-		"streams":            rt.streams.Len(),
-		"goroutines":         goruntime.NumGoroutine(),
-		"open_fds":           openFDs(),
-		"version":            Version,
-		"limits":             rt.limits(),
+	return &protocol.Reply{Data: protocol.StatsResult{
+		ActiveSessions:   rt.sessions.Len(),
+		TotalCommandsRun: rt.commands.Load(),
+		UptimeS:          time.Since(rt.started).Seconds(),
+		MemoryRSSBytes:   rssBytes(),
+		RunningCommands:  running,
+		Streams:          rt.streams.Len(),
+		Goroutines:       goruntime.NumGoroutine(),
+		OpenFDs:          openFDs(),
+		Version:          Version,
+		Limits:           rt.limits(),
 	}}, nil
 }
 
