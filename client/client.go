@@ -258,9 +258,7 @@ func (c *Client) Cancel(ctx context.Context, execID, session, signal string) (bo
 	if signal != "" {
 		p["signal"] = signal
 	}
-	var out struct {
-		Canceled bool `json:"canceled"`
-	}
+	var out protocol.ExecCancelResult
 	err := c.c.call(ctx, protocol.MethodExecCancel, p, &out)
 	return out.Canceled, err
 }

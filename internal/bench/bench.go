@@ -17,6 +17,8 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/trl-project/trl/protocol"
 )
 
 // Options configure a run. Zero values mean the full benchmark.
@@ -230,10 +232,8 @@ func (r *runner) version() string {
 		return ""
 	}
 	defer c.Close()
-	var v struct {
-		Version string `json:"version"`
-	}
-	c.Call("system.ping", nil, &v)
+	var v protocol.PingResult
+	c.Call(protocol.MethodSystemPing, nil, &v)
 	return v.Version
 }
 
@@ -248,16 +248,14 @@ func (r *runner) rss() (int64, error) {
 		return 0, err
 	}
 	defer c.Close()
-	var st struct {
-		RSS int64 `json:"memory_rss_bytes"`
-	}
-	if err := c.Call("system.stats", nil, &st); err != nil {
+	var st protocol.StatsResult
+	if err := c.Call(protocol.MethodSystemStats, nil, &st); err != nil {
 		return 0, err
 	}
-	if st.RSS == 0 {
+	if st.MemoryRSSBytes == 0 {
 		return 0, errors.New("system.stats reported no memory_rss_bytes")
 	}
-	return st.RSS, nil
+	return st.MemoryRSSBytes, nil
 }
 
 // daemonCPU is the daemon's CPU time so far (0 for an existing daemon).
@@ -271,13 +269,11 @@ func (r *runner) daemonCPU() time.Duration {
 
 // newSession creates a session with default settings and returns its id.
 func newSession(c caller) (string, error) {
-	var s struct {
-		ID string `json:"session_id"`
-	}
-	if err := c.Call("session.create", nil, &s); err != nil {
+	var s protocol.SessionInfo
+	if err := c.Call(protocol.MethodSessionCreate, nil, &s); err != nil {
 		return "", err
 	}
-	return s.ID, nil
+	return s.SessionID, nil
 }
 
 // dialSession opens a connection with a session of its own; done destroys
@@ -298,7 +294,7 @@ func (r *runner) dialSession() (c *Conn, id string, done func(), err error) {
 }
 
 func destroySession(c caller, id string) error {
-	return c.Call("session.destroy", map[string]any{"session_id": id, "force": true}, nil)
+	return c.Call(protocol.MethodSessionDestroy, protocol.SessionDestroyParams{SessionID: id, Force: true}, nil)
 }
 
 func firstLine(s string) string {

@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"time"
+
+	"github.com/trl-project/trl/protocol"
 )
 
 // Cancel is exec.cancel of a running `sleep`, from sending the cancel to
@@ -40,20 +42,16 @@ func (r *runner) cancel() *Cancel {
 // cancelTimed returns the time from sending exec.cancel to reading the
 // stream's exec.exit.
 func cancelTimed(c *Conn, session string) (time.Duration, error) {
-	var st struct {
-		StreamID string `json:"stream_id"`
-	}
-	if err := c.Call("exec.stream", execParams{SessionID: session, Command: "sleep 30"}, &st); err != nil {
+	var st protocol.ExecStreamStarted
+	if err := c.Call(protocol.MethodExecStream, execParams{SessionID: session, Command: "sleep 30"}, &st); err != nil {
 		return 0, fmt.Errorf("exec.stream: %w", err)
 	}
 	// The shell needs about a millisecond to fork and exec sleep; cancel a
 	// command that is surely running, not one still starting.
 	time.Sleep(20 * time.Millisecond)
 	start := time.Now()
-	var res struct {
-		Canceled bool `json:"canceled"`
-	}
-	if err := c.Call("exec.cancel", map[string]any{"session_id": session}, &res); err != nil {
+	var res protocol.ExecCancelResult
+	if err := c.Call(protocol.MethodExecCancel, protocol.ExecCancelParams{SessionID: session}, &res); err != nil {
 		return 0, fmt.Errorf("exec.cancel: %w", err)
 	}
 	if !res.Canceled {
