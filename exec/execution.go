@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -48,11 +46,6 @@ func (sh sessionShell) Start(c session.Command, sink session.Sink) (Job, error) 
 	return j, nil
 }
 
-// Errors the method table maps to wire codes.
-var (
-	ErrInvalid = errors.New("invalid command parameters")
-)
-
 // Request is one command to run.
 type Request struct {
 	Command string
@@ -82,13 +75,13 @@ type Options struct {
 // Validate checks what the shell cannot carry.
 func (r Request) Validate() error {
 	if strings.ContainsRune(r.Command, 0) {
-		return fmt.Errorf("%w: command contains a NUL byte, which no shell can run", ErrInvalid)
+		return errorf(ErrInvalid, "command contains a NUL byte, which no shell can run")
 	}
 	if err := session.CheckEnv(r.Env); err != nil {
-		return fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), session.ErrInvalid.Error()+": "))
+		return errorf(ErrInvalid, "%s", err)
 	}
 	if r.Timeout < 0 {
-		return fmt.Errorf("%w: timeout_s must not be negative", ErrInvalid)
+		return errorf(ErrInvalid, "timeout_s must not be negative")
 	}
 	return nil
 }

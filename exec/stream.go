@@ -2,17 +2,10 @@ package exec
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/trl-project/trl/session"
-)
-
-// Errors about streams.
-var (
-	ErrStreamNotFound = errors.New("stream not found")
-	ErrLimit          = errors.New("limit reached")
 )
 
 // DefaultWindow is how many bytes of recent output a stream retains.

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -92,7 +91,7 @@ func (r *Streams) Get(id string) (*Stream, error) {
 	if s, ok := r.byID[id]; ok {
 		return s, nil
 	}
-	return nil, fmt.Errorf("%w: no stream %q; finished streams are kept for %s (at most %d)", ErrStreamNotFound, id, r.opts.Retain, r.opts.MaxFinished)
+	return nil, errorf(ErrStreamNotFound, "no stream %q; finished streams are kept for %s (at most %d)", id, r.opts.Retain, r.opts.MaxFinished)
 }
 
 // Options returns the registry's settings, defaults applied.

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -279,9 +280,7 @@ func TestConcurrentClients(t *testing.T) {
 // and still a valid duration.
 func numTag() string { return fmt.Sprintf(".%06d", time.Now().UnixNano()%1000000) }
 
-func isErr(err, target error) bool {
-	return err != nil && strings.Contains(err.Error(), target.Error())
-}
+func isErr(err, target error) bool { return errors.Is(err, target) }
 
 func testLogger() zerolog.Logger {
 	if os.Getenv("TRL_TEST_DEBUG") != "" {

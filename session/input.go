@@ -25,7 +25,7 @@ func (s *Session) writeInput(p []byte, secret bool) error {
 	exited := s.state == StateExited
 	s.mu.Unlock()
 	if exited {
-		return fmt.Errorf("%w: session %s's shell has exited", ErrExited, s.id)
+		return errorf(ErrExited, "session %s's shell has exited", s.id)
 	}
 	if err := s.ptm.SetWriteDeadline(time.Now().Add(inputTimeout)); err != nil {
 		return fmt.Errorf("write input to the terminal: %w", err)

@@ -107,7 +107,7 @@ func newUIDPool(iso Isolation) (*uidPool, error) {
 		p.first, p.last = DefaultUIDRange[0], DefaultUIDRange[1]
 	}
 	if p.first == 0 || p.last < p.first {
-		return nil, fmt.Errorf("%w: uid range %d-%d is empty or includes root", ErrInvalid, p.first, p.last)
+		return nil, errorf(ErrInvalid, "uid range %d-%d is empty or includes root", p.first, p.last)
 	}
 	if p.home == "" {
 		p.home = filepath.Join(os.TempDir(), "trl-homes")
@@ -121,7 +121,7 @@ func newUIDPool(iso Isolation) (*uidPool, error) {
 	}
 	for dir := filepath.Dir(p.home); ; dir = filepath.Dir(dir) {
 		if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o001 == 0 {
-			return nil, fmt.Errorf("%w: the homes directory %s is inside %s, which other users cannot enter; choose another", ErrInvalid, p.home, dir)
+			return nil, errorf(ErrInvalid, "the homes directory %s is inside %s, which other users cannot enter; choose another", p.home, dir)
 		}
 		if dir == "/" {
 			break
@@ -183,7 +183,7 @@ func (p *uidPool) acquire(key string) (*lease, error) {
 		}
 		return l, nil
 	}
-	return nil, fmt.Errorf("%w: every uid of the range %d-%d is in use", ErrLimit, p.first, p.last)
+	return nil, errorf(ErrLimit, "every uid of the range %d-%d is in use", p.first, p.last)
 }
 
 // release drops one reference; the last ends every process still running

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -46,11 +47,29 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*
 	case <-s.exited:
 		code := s.exitStatus()
 		s.Close()
-		return nil, fmt.Errorf("%w: %s exited during start-up with status %d; is it a POSIX shell (sh, dash, bash, zsh)?", ErrStart, cfg.Shell, code)
+		return nil, errorf(ErrNotShell, "%s exited during start-up with status %d; is it a POSIX shell (sh, dash, bash, zsh)?", cfg.Shell, code)
 	case <-time.After(startTimeout):
 		s.Close()
-		return nil, fmt.Errorf("%w: %s printed no prompt record within %s: it does not behave as an interactive POSIX shell (sh, dash, bash, zsh) started with no rc files; non-shells such as python3 are refused", ErrStart, cfg.Shell, startTimeout)
+		if knownShell(cfg.Shell) {
+			// A shell we know that did not come up in time: the machine
+			// is overloaded or out of something, not the caller's fault.
+			return nil, errorf(ErrStart, "%s printed no prompt record within %s; the machine may be overloaded: retry, or raise the start-up timeout", cfg.Shell, startTimeout)
+		}
+		return nil, errorf(ErrNotShell, "%s printed no prompt record within %s: it does not behave as an interactive POSIX shell (sh, dash, bash, zsh) started with no rc files; non-shells such as python3 are refused", cfg.Shell, startTimeout)
 	}
+}
+
+// knownShell reports whether path (after symlinks) is a shell trl knows
+// to start within its start-up timeout on a machine that is not starved.
+func knownShell(path string) bool {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	switch filepath.Base(path) {
+	case "sh", "dash", "bash", "zsh", "ash", "ksh", "mksh", "busybox":
+		return true
+	}
+	return false
 }
 
 // launch creates the PTY and pipes, starts the shell and the goroutines
@@ -111,7 +130,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	if l := s.lease; l != nil {
 		if err := s.isolateFiles(pts); err != nil {
 			os.RemoveAll(s.tmpDir)
-			return fail(fmt.Errorf("%w: prepare the isolated session: %v", ErrStart, err))
+			return fail(errorf(ErrStart, "the shell did not start: prepare the isolated session: %v", err))
 		}
 		if _, ok := env["HOME"]; !ok {
 			env = make(map[string]string, len(s.cfg.Env)+1)
@@ -173,7 +192,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	}
 	if err != nil {
 		os.RemoveAll(s.tmpDir)
-		return fail(fmt.Errorf("%w: start %s: %v", ErrStart, s.cfg.Shell, err))
+		return fail(errorf(ErrStart, "the shell did not start: start %s: %v", s.cfg.Shell, err))
 	}
 	s.proc, s.pid = proc, proc.Pid
 	unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &s.noFile)

@@ -79,7 +79,7 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	if m.opts.Isolation != nil && m.poolErr != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStart, m.poolErr)
+		return nil, errorf(ErrStart, "isolation is unavailable, so no session can be created: %v", m.poolErr)
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -114,12 +114,12 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	}
 	if len(m.byID)+m.pending >= m.opts.maxSessions() {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d sessions are live (the --max-sessions limit); destroy one first", ErrLimit, m.opts.maxSessions())
+		return nil, errorf(ErrLimit, "%d sessions are live (the --max-sessions limit); destroy one first", m.opts.maxSessions())
 	}
 	if cfg.Name != "" {
 		if m.names[cfg.Name] {
 			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: a live session is already named %q; pick another name or destroy it", ErrNameTaken, cfg.Name)
+			return nil, errorf(ErrNameTaken, "a live session is already named %q; pick another name or destroy it", cfg.Name)
 		}
 		m.names[cfg.Name] = true
 	}
@@ -167,31 +167,31 @@ func normalize(cfg *Config) error {
 		cfg.Shell = "/bin/sh"
 	}
 	if strings.ContainsRune(cfg.Shell, 0) {
-		return fmt.Errorf("%w: shell contains a NUL byte", ErrInvalid)
+		return errorf(ErrInvalid, "shell contains a NUL byte")
 	}
 	if !strings.Contains(cfg.Shell, "/") {
 		p, err := exec.LookPath(cfg.Shell)
 		if err != nil {
-			return fmt.Errorf("%w: shell %q is not on PATH", ErrInvalid, cfg.Shell)
+			return errorf(ErrInvalid, "shell %q is not on PATH", cfg.Shell)
 		}
 		cfg.Shell = p
 	}
 	if fi, err := os.Stat(cfg.Shell); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%w: shell %q is not an executable file", ErrInvalid, cfg.Shell)
+		return errorf(ErrInvalid, "shell %q is not an executable file", cfg.Shell)
 	}
 	if cfg.WorkingDir == "" {
 		cfg.WorkingDir = "/tmp"
 	}
 	if strings.ContainsRune(cfg.WorkingDir, 0) {
-		return fmt.Errorf("%w: working_dir contains a NUL byte", ErrInvalid)
+		return errorf(ErrInvalid, "working_dir contains a NUL byte")
 	}
 	if !filepath.IsAbs(cfg.WorkingDir) {
-		return fmt.Errorf("%w: working_dir %q must be an absolute path", ErrInvalid, cfg.WorkingDir)
+		return errorf(ErrInvalid, "working_dir %q must be an absolute path", cfg.WorkingDir)
 	}
 	if fi, err := os.Stat(cfg.WorkingDir); err != nil {
-		return fmt.Errorf("%w: working_dir %q does not exist", ErrInvalid, cfg.WorkingDir)
+		return errorf(ErrInvalid, "working_dir %q does not exist", cfg.WorkingDir)
 	} else if !fi.IsDir() {
-		return fmt.Errorf("%w: working_dir %q is not a directory", ErrInvalid, cfg.WorkingDir)
+		return errorf(ErrInvalid, "working_dir %q is not a directory", cfg.WorkingDir)
 	}
 	cfg.WorkingDir = filepath.Clean(cfg.WorkingDir)
 	if err := CheckEnv(cfg.Env); err != nil {
@@ -199,14 +199,14 @@ func normalize(cfg *Config) error {
 	}
 	for k := range cfg.Env {
 		if shellState[k] {
-			return fmt.Errorf("%w: env %s would change how trl's shell itself runs and is not accepted at session.create; set it inside a command (export %s=...) if a command needs it", ErrInvalid, k, k)
+			return errorf(ErrInvalid, "env %s would change how trl's shell itself runs and is not accepted at session.create; set it inside a command (export %s=...) if a command needs it", k, k)
 		}
 	}
 	if len(cfg.Name) > 128 || !utf8.ValidString(cfg.Name) || strings.ContainsFunc(cfg.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return fmt.Errorf("%w: name must be at most 128 bytes of printable UTF-8", ErrInvalid)
+		return errorf(ErrInvalid, "name must be at most 128 bytes of printable UTF-8")
 	}
 	if cfg.Timeout < 0 {
-		return fmt.Errorf("%w: timeout_s must not be negative", ErrInvalid)
+		return errorf(ErrInvalid, "timeout_s must not be negative")
 	}
 	if cfg.Rows == 0 {
 		cfg.Rows = 24
@@ -215,7 +215,7 @@ func normalize(cfg *Config) error {
 		cfg.Cols = 80
 	}
 	if cfg.Rows < 1 || cfg.Rows > 1000 || cfg.Cols < 1 || cfg.Cols > 1000 {
-		return fmt.Errorf("%w: rows and cols must be between 1 and 1000", ErrInvalid)
+		return errorf(ErrInvalid, "rows and cols must be between 1 and 1000")
 	}
 	return nil
 }
@@ -225,13 +225,13 @@ func normalize(cfg *Config) error {
 func CheckEnv(env map[string]string) error {
 	for k, v := range env {
 		if !isIdentifier(k) {
-			return fmt.Errorf("%w: env name %q is not a valid variable name (letters, digits and _, not starting with a digit)", ErrInvalid, k)
+			return errorf(ErrInvalid, "env name %q is not a valid variable name (letters, digits and _, not starting with a digit)", k)
 		}
 		if strings.ContainsRune(v, 0) {
-			return fmt.Errorf("%w: env %s's value contains a NUL byte", ErrInvalid, k)
+			return errorf(ErrInvalid, "env %s's value contains a NUL byte", k)
 		}
 		if strings.HasPrefix(k, "TRL_") {
-			return fmt.Errorf("%w: env name %s: names starting with TRL_ are trl's own (TRL_SESSION_ID marks a session's processes) and cannot be set", ErrInvalid, k)
+			return errorf(ErrInvalid, "env name %s: names starting with TRL_ are trl's own (TRL_SESSION_ID marks a session's processes) and cannot be set", k)
 		}
 	}
 	return nil
@@ -264,7 +264,7 @@ func (m *Manager) Get(ref string) (*Session, error) {
 	if s, ok := m.byName[ref]; ok {
 		return s, nil
 	}
-	return nil, fmt.Errorf("%w: no session with id or name %.64q; session.list shows the live ones", ErrNotFound, ref)
+	return nil, errorf(ErrNotFound, "no session with id or name %.64q; session.list shows the live ones", ref)
 }
 
 // Default returns the session named "default", creating it with default
@@ -313,7 +313,7 @@ func (m *Manager) Destroy(ref string, force bool) (*Session, error) {
 	m.mu.Lock()
 	if m.byID[s.id] != s {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: session %s is already being destroyed", ErrNotFound, s.id)
+		return nil, errorf(ErrNotFound, "session %s is already being destroyed", s.id)
 	}
 	m.remove(s)
 	m.mu.Unlock()

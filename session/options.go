@@ -1,22 +1,9 @@
 package session
 
 import (
-	"errors"
 	"time"
 
 	"github.com/rs/zerolog"
-)
-
-// Errors the method table maps to wire codes.
-var (
-	ErrNotFound     = errors.New("session not found")
-	ErrBusy         = errors.New("session is busy")
-	ErrExited       = errors.New("session has exited")
-	ErrNameTaken    = errors.New("session name is taken")
-	ErrLimit        = errors.New("session limit reached")
-	ErrInvalid      = errors.New("invalid session parameters")
-	ErrStart        = errors.New("shell did not start")
-	ErrShuttingDown = errors.New("daemon is shutting down")
 )
 
 // Options configure a Manager. Zero values mean the documented defaults.

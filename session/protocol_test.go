@@ -122,7 +122,7 @@ func TestConcurrentStartsAndExits(t *testing.T) {
 			}
 			s, err := m.Create(Config{Shell: shell})
 			if shell == "/bin/true" {
-				assert.ErrorIs(t, err, ErrStart)
+				assert.ErrorIs(t, err, ErrNotShell)
 				return
 			}
 			if assert.NoError(t, err) {

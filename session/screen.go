@@ -37,12 +37,12 @@ func (s *Session) reply(p []byte) {
 // for the kernel but not for the program) and the screen's.
 func (s *Session) Resize(rows, cols int) error {
 	if rows < 1 || rows > 1000 || cols < 1 || cols > 1000 {
-		return fmt.Errorf("%w: rows and cols must be between 1 and 1000, got %dx%d", ErrInvalid, rows, cols)
+		return errorf(ErrInvalid, "rows and cols must be between 1 and 1000, got %dx%d", rows, cols)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == StateExited {
-		return fmt.Errorf("%w: session %s's shell has exited", ErrExited, s.id)
+		return errorf(ErrExited, "session %s's shell has exited", s.id)
 	}
 	var ioErr error
 	err := s.ptmRaw.Control(func(fd uintptr) {

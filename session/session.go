@@ -169,7 +169,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 		return nil, s.exitedErr()
 	case s.job != nil:
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", ErrBusy, s.id)
+		return nil, errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id)
 	}
 	if s.resync {
 		s.resync = false
@@ -246,7 +246,7 @@ func (s *Session) Retire(force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.job != nil && !force {
-		return fmt.Errorf("%w: session %s is running a command; pass \"force\": true to destroy it anyway", ErrBusy, s.id)
+		return errorf(ErrBusy, "session %s is running a command; pass \"force\": true to destroy it anyway", s.id)
 	}
 	s.closing = true
 	return nil
@@ -270,7 +270,7 @@ func (s *Session) Kill(job *Job) {
 	s.setCause(fmt.Errorf("%w: a command did not end after its timeout's SIGINT and SIGKILL, so the session was ended", ErrEscalation))
 	s.closing = true
 	s.mu.Unlock()
-	s.kill()
+	<-s.kill()
 }
 
 // exitedErr is the error for a command asked of an ended session.
@@ -279,7 +279,7 @@ func (s *Session) exitedErr() error {
 	if c := s.EndCause(); c != nil {
 		why = "it ended: " + c.Error()
 	}
-	return fmt.Errorf("%w: session %s cannot run commands, %s; create a new session", ErrExited, s.id, why)
+	return errorf(ErrExited, "session %s cannot run commands, %s; create a new session", s.id, why)
 }
 
 func (s *Session) killTree() {

@@ -88,7 +88,7 @@ func TestNonShellRefused(t *testing.T) {
 	t.Cleanup(m.CloseAll)
 	for _, sh := range shells {
 		_, err := m.Create(Config{Shell: sh})
-		require.ErrorIs(t, err, ErrStart, sh)
+		require.ErrorIs(t, err, ErrNotShell, sh)
 		assert.Contains(t, err.Error(), "POSIX shell", sh)
 		assert.Zero(t, m.Len())
 	}
