@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,9 +18,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden conversations in testdata/conversations")
+	"github.com/trl-project/trl/internal/golden"
+)
 
 // trlBin is the binary under test, built once by TestMain.
 var trlBin string
@@ -330,77 +330,23 @@ func TestCallCommand(t *testing.T) {
 	assert.Contains(t, string(out), `"method":"exec.exit"`)
 }
 
-var normalizers = []struct {
-	re  *regexp.Regexp
-	new string
-}{
-	{regexp.MustCompile(`\bs-[0-9a-f]{12}\b`), `s-*`},
-	{regexp.MustCompile(`\bst-[0-9a-f]{16}\b`), `st-*`},
-	{regexp.MustCompile(`\bx-[0-9a-f]{16}\b`), `x-*`},
-	{regexp.MustCompile(`"(duration_ms|pid|memory_rss_bytes|goroutines|open_fds)":\d+`), `"$1":0`},
-	{regexp.MustCompile(`"uptime_s":[0-9.e+-]+`), `"uptime_s":0`},
-	{regexp.MustCompile(`"(created_at|last_used_at)":"[^"]*"`), `"$1":"T"`},
-	{regexp.MustCompile(`"version":"[^"]*"`), `"version":"V"`},
-}
-
-func normalize(line string) string {
-	for _, n := range normalizers {
-		line = n.re.ReplaceAllString(line, n.new)
-	}
-	return line
-}
-
-// TestStdioConversations pipes each golden conversation's requests
-// (lines starting "> "; a request may continue on following lines
-// starting ">>") into `trl stdio` and compares the normalized responses
-// with the "< " lines.
-func TestStdioConversations(t *testing.T) {
-	files, err := filepath.Glob("../../testdata/conversations/*.txt")
+// TestStdioSmoke pipes one golden conversation through the built binary
+// (`trl stdio`): the flags, the logger and the process around the
+// transport. Every conversation runs in-process, on every transport, in
+// test/conversations.
+func TestStdioSmoke(t *testing.T) {
+	c, err := golden.Load("../../testdata/conversations/basic.txtar")
 	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			raw, err := os.ReadFile(file)
-			require.NoError(t, err)
-			var input strings.Builder
-			var want []string
-			var kept []string // the file without its "< " lines, for -update
-			for _, line := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
-				switch {
-				case strings.HasPrefix(line, "> "):
-					input.WriteString(line[2:] + "\n")
-				case strings.HasPrefix(line, ">>"):
-					input.WriteString(strings.TrimPrefix(line[2:], " ") + "\n")
-				case strings.HasPrefix(line, "< "):
-					want = append(want, line[2:])
-					continue
-				}
-				kept = append(kept, line)
-			}
-			cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
-			cmd.Stdin = strings.NewReader(input.String())
-			cmd.Dir = t.TempDir()
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			require.NoError(t, err, "trl stdio: %s", stderr.String())
-			var got []string
-			for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-				got = append(got, normalize(l))
-			}
-			if *update {
-				// Responses go after the last request line they follow.
-				var b strings.Builder
-				for _, l := range kept {
-					b.WriteString(l + "\n")
-				}
-				for _, l := range got {
-					b.WriteString("< " + l + "\n")
-				}
-				require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644))
-				return
-			}
-			assert.Equal(t, want, got)
-		})
-	}
+	in, err := c.Input()
+	require.NoError(t, err)
+	want, ok := c.Want("stdio")
+	require.True(t, ok)
+	cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
+	cmd.Stdin = bytes.NewReader(in)
+	cmd.Dir = t.TempDir()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "trl stdio: %s", stderr.String())
+	assert.Equal(t, want, golden.Lines(out))
 }
