@@ -16,6 +16,9 @@ type StreamOptions struct {
 	Retain time.Duration
 	// MaxFinished caps finished streams kept (256); the oldest go first.
 	MaxFinished int
+	// Now is the clock retention is measured by (nil: time.Now); tests
+	// drive expiry with their own instead of sleeping.
+	Now func() time.Time
 }
 
 // Streams is the registry of streams by id: running ones, and finished
@@ -37,6 +40,9 @@ type finishedStream struct {
 func NewStreams(opts StreamOptions) *Streams {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if opts.Retain <= 0 {
 		opts.Retain = 10 * time.Minute
@@ -61,8 +67,9 @@ func (r *Streams) Finish(s *Stream, x Exit) {
 	s.finish(x)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.finished = append(r.finished, finishedStream{id: s.ID, at: time.Now()})
-	r.expire(time.Now())
+	now := r.opts.Now()
+	r.finished = append(r.finished, finishedStream{id: s.ID, at: now})
+	r.expire(now)
 }
 
 // Drop forgets a stream whose command never started.
@@ -87,7 +94,7 @@ func (r *Streams) expire(now time.Time) {
 func (r *Streams) Get(id string) (*Stream, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.expire(time.Now())
+	r.expire(r.opts.Now())
 	if s, ok := r.byID[id]; ok {
 		return s, nil
 	}

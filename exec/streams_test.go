@@ -11,7 +11,8 @@ import (
 // TestFinishedStreamsExpire: finished streams stay readable for Retain and
 // at most MaxFinished of them; running ones are never dropped.
 func TestFinishedStreamsExpire(t *testing.T) {
-	r := NewStreams(StreamOptions{Retain: 200 * time.Millisecond, MaxFinished: 2})
+	now := time.Now()
+	r := NewStreams(StreamOptions{Retain: 200 * time.Millisecond, MaxFinished: 2, Now: func() time.Time { return now }})
 	running := r.New("s-1")
 	var done []*Stream
 	for i := 0; i < 3; i++ {
@@ -25,7 +26,12 @@ func TestFinishedStreamsExpire(t *testing.T) {
 		_, err := r.Get(s.ID)
 		require.NoError(t, err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	now = now.Add(199 * time.Millisecond)
+	for _, s := range done[1:] {
+		_, err := r.Get(s.ID)
+		require.NoError(t, err, "still kept just before Retain")
+	}
+	now = now.Add(2 * time.Millisecond)
 	for _, s := range done[1:] {
 		_, err := r.Get(s.ID)
 		assert.ErrorIs(t, err, ErrStreamNotFound, "expired after Retain")

@@ -52,10 +52,22 @@ func (h *harness) post(body string) (int, map[string]any) {
 
 func (h *harness) postCtx(ctx context.Context, body string) (int, map[string]any) {
 	h.t.Helper()
+	return h.check(h.serve(ctx, body))
+}
+
+// serve posts body and returns the recorded response; it does not touch
+// t, so a goroutine may call it.
+func (h *harness) serve(ctx context.Context, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/execute", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.g.ServeHTTP(rec, req)
+	return rec
+}
+
+// check decodes a recorded response, on the test's goroutine.
+func (h *harness) check(rec *httptest.ResponseRecorder) (int, map[string]any) {
+	h.t.Helper()
 	if rec.Body.Len() == 0 {
 		return rec.Code, nil
 	}
@@ -490,16 +502,14 @@ func TestIdleSessionsAreReaped(t *testing.T) {
 
 func TestCloseAnswersShuttingDown(t *testing.T) {
 	h := newHarness(t, Options{})
-	done := make(chan map[string]any, 1)
-	go func() {
-		_, m := h.post(newCall("sleep 10").with("call.args.timeoutMs", 20000).String())
-		done <- m
-	}()
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() { done <- h.serve(context.Background(), newCall("sleep 10").with("call.args.timeoutMs", 20000).String()) }()
 	require.Eventually(t, func() bool { return h.g.sessionCount() == 1 }, 5*time.Second, 10*time.Millisecond)
 	time.Sleep(200 * time.Millisecond)
 	h.g.Close()
 	select {
-	case m := <-done:
+	case rec := <-done:
+		_, m := h.check(rec)
 		code, _ := errorOf(m)
 		require.Equal(t, "SHUTTING_DOWN", code)
 	case <-time.After(5 * time.Second):

@@ -255,10 +255,11 @@ func TestUntilMatchQuietAndWait(t *testing.T) {
 	assert.True(t, ids[server] && ids[quiet], "exec.list: %v", list)
 
 	// exec.wait any learns of the first exit quickly.
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		_, _ = callJSON(t, rt, "exec.cancel", map[string]any{"exec_id": quiet, "signal": "TERM"})
-	}()
+	canceled := make(chan (<-chan asyncResult), 1)
+	time.AfterFunc(200*time.Millisecond, func() {
+		canceled <- callAsync(rt, "exec.cancel", map[string]any{"exec_id": quiet, "signal": "TERM"})
+	})
+	defer func() { assert.NoError(t, (<-<-canceled).err) }()
 	start := time.Now()
 	st = mustCall(t, rt, "exec.wait", map[string]any{"exec_id": "any", "until": []string{}, "timeout_ms": 20000})
 	assert.Equal(t, quiet, st["exec_id"])

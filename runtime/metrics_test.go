@@ -40,9 +40,10 @@ func TestReadyzWhileDraining(t *testing.T) {
 	mustCall(t, rt, "session.create", map[string]any{"name": "busy"})
 	// A command running when the drain starts: Shutdown ends it.
 	done := make(chan struct{})
+	run := callAsync(rt, "exec.run", map[string]any{"session_id": "busy", "command": "sleep 30"})
 	go func() {
 		defer close(done)
-		callJSON(t, rt, "exec.run", map[string]any{"session_id": "busy", "command": "sleep 30"})
+		<-run // answered with SHUTTING_DOWN once Shutdown ends the session
 	}()
 	require.Eventually(t, func() bool { return rt.RunningCommands() == 1 }, 10*time.Second, 10*time.Millisecond)
 	code, _ := readyz(rt)

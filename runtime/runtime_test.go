@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,6 +47,36 @@ func callJSON(t *testing.T, rt *Runtime, method string, params any) (map[string]
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(b, &out))
 	return out, nil
+}
+
+// callAsync calls method on its own goroutine, which must not touch t:
+// the result comes back on the channel, to be checked on the test's.
+func callAsync(rt *Runtime, method string, params any) <-chan asyncResult {
+	ch := make(chan asyncResult, 1)
+	go func() {
+		raw, err := json.Marshal(params)
+		if err != nil {
+			ch <- asyncResult{err: err}
+			return
+		}
+		reply, err := rt.Handle(context.Background(), &protocol.Call{Method: method, Params: raw, Actor: "test"})
+		if err != nil {
+			ch <- asyncResult{err: err}
+			return
+		}
+		b, err := json.Marshal(reply.Data)
+		var out map[string]any
+		if err == nil {
+			err = json.Unmarshal(b, &out)
+		}
+		ch <- asyncResult{data: out, err: err}
+	}()
+	return ch
+}
+
+type asyncResult struct {
+	data map[string]any
+	err  error
 }
 
 func mustCall(t *testing.T, rt *Runtime, method string, params any) map[string]any {
@@ -190,13 +219,7 @@ func TestBusyAndDestroy(t *testing.T) {
 	rt := newRuntime(t, Options{})
 	s := mustCall(t, rt, "session.create", nil)
 	id := s["session_id"]
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var slow map[string]any
-	go func() {
-		defer wg.Done()
-		slow, _ = callJSON(t, rt, "exec.run", map[string]any{"session_id": id, "command": "sleep 30"})
-	}()
+	slowRun := callAsync(rt, "exec.run", map[string]any{"session_id": id, "command": "sleep 30"})
 	require.Eventually(t, func() bool {
 		in := mustCall(t, rt, "session.info", map[string]any{"session_id": id})
 		return in["state"] == "busy"
@@ -208,8 +231,9 @@ func TestBusyAndDestroy(t *testing.T) {
 	require.NotNil(t, perr)
 	assert.Equal(t, protocol.CodeSessionBusy, perr.Code)
 	mustCall(t, rt, "session.destroy", map[string]any{"session_id": id, "force": true})
-	wg.Wait()
-	assert.Equal(t, true, slow["session_exited"])
+	slow := <-slowRun
+	require.NoError(t, slow.err)
+	assert.Equal(t, true, slow.data["session_exited"])
 }
 
 func TestSessionLimit(t *testing.T) {
@@ -303,13 +327,15 @@ func TestStreamReadAttachCancel(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{"stream_id": id, "offset": 2})
 	att, err := rt.Handle(context.Background(), &protocol.Call{Method: "exec.attach", Params: raw})
 	require.NoError(t, err)
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		c := mustCall(t, rt, "exec.cancel", map[string]any{"signal": "TERM"})
-		assert.Equal(t, true, c["canceled"])
-		assert.Equal(t, "SIGTERM", c["signal"])
-	}()
+	canceled := make(chan (<-chan asyncResult), 1)
+	time.AfterFunc(200*time.Millisecond, func() {
+		canceled <- callAsync(rt, "exec.cancel", map[string]any{"signal": "TERM"})
+	})
 	got := collect(t, context.Background(), att)
+	sent := <-<-canceled
+	require.NoError(t, sent.err)
+	assert.Equal(t, true, sent.data["canceled"])
+	assert.Equal(t, "SIGTERM", sent.data["signal"])
 	assert.Equal(t, "b\n", got[0]["data"])
 	assert.EqualValues(t, 2, got[0]["offset"])
 	last := got[len(got)-1]
