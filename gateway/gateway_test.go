@@ -503,7 +503,9 @@ func TestIdleSessionsAreReaped(t *testing.T) {
 func TestCloseAnswersShuttingDown(t *testing.T) {
 	h := newHarness(t, Options{})
 	done := make(chan *httptest.ResponseRecorder, 1)
-	go func() { done <- h.serve(context.Background(), newCall("sleep 10").with("call.args.timeoutMs", 20000).String()) }()
+	go func() {
+		done <- h.serve(context.Background(), newCall("sleep 10").with("call.args.timeoutMs", 20000).String())
+	}()
 	require.Eventually(t, func() bool { return h.g.sessionCount() == 1 }, 5*time.Second, 10*time.Millisecond)
 	time.Sleep(200 * time.Millisecond)
 	h.g.Close()

@@ -15,6 +15,7 @@ import (
 // TestBenchQuick runs `trl bench --quick --json` and checks that every
 // section is there and measured. It never looks at how fast anything was.
 func TestBenchQuick(t *testing.T) {
+	t.Parallel() // its own daemon; it measures, it asserts no timing
 	if testing.Short() {
 		t.Skip("starts a daemon and runs every measurement once")
 	}

@@ -56,6 +56,7 @@ var loginURLRE = regexp.MustCompile(`"url":"(http://[^"]+/console/login\?token=[
 // live terminal shows a command's output and vi's screen. Screenshots go
 // to TRL_CONSOLE_SHOTS when set (the README's come from there).
 func TestConsoleInABrowser(t *testing.T) {
+	t.Parallel() // its own daemon and browser
 	bin := chromium(t)
 	rec := t.TempDir()
 	d := startHTTPDaemon(t, "--console", "--record", rec)

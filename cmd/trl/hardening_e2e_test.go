@@ -62,6 +62,7 @@ func childrenOf(pid int) []string {
 // client that reads 1 KB a second, neither grows the daemon nor slows
 // another session; the reader is told what it lost.
 func TestFloodAndSlowReader(t *testing.T) {
+	t.Parallel() // its own daemon; it measures only that daemon's memory
 	d := startDaemon(t, "--stream-window", "4194304")
 	ctl := dial(t, d.socket)
 	base := stats(t, ctl)["memory_rss_bytes"].(float64)
