@@ -30,8 +30,8 @@ var errorCodes = []struct {
 
 // wireError maps a domain error to the error a client sees. It is the only
 // place where package errors meet wire codes: the kind picks the code, and
-// the message is the error's own, written for a person (session.Error and
-// exec.Error carry no kind text in it).
+// the message is the error's own, written for a person (a session.Error,
+// which session and exec return, carries no kind text in it).
 func wireError(err error) *protocol.Error {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {

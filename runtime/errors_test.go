@@ -39,7 +39,6 @@ func TestErrorCodes(t *testing.T) {
 	for kind, code := range want {
 		for _, err := range []error{
 			&session.Error{Kind: kind, Msg: "what happened, for a person"},
-			&exec.Error{Kind: kind, Msg: "what happened, for a person"},
 			fmt.Errorf("context: %w", &session.Error{Kind: kind, Msg: "what happened, for a person"}),
 		} {
 			got := wireError(err)

@@ -23,9 +23,9 @@ var (
 	ErrShuttingDown = errors.New("daemon is shutting down")
 )
 
-// Error is an error of this package a client may see: Kind is one of the
-// sentinels above (errors.Is finds it) and says which wire code it gets;
-// Error() is the message for a person, without the kind's own text.
+// Error is an error a client may see, of this package or of exec: Kind is
+// one of the sentinels (errors.Is finds it) and says which wire code it
+// gets; Error() is the message for a person, without the kind's own text.
 type Error struct {
 	Kind error
 	Msg  string
