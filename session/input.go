@@ -68,6 +68,13 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	if pending(s.ptmRaw) || pending(s.errRaw) {
 		return termwait.Status{}, nil
 	}
+	// Input typed but not yet read: the program has been woken and will
+	// read it. Its echo is output, which restarts the sampling at once, so
+	// without this a loaded machine showed a prompt just answered as
+	// waiting again.
+	if s.typedUnread() {
+		return termwait.Status{}, nil
+	}
 	s.ioMu.Lock()
 	//lint:ignore SA2001 the empty critical section waits for a pump's hand-over
 	s.ioMu.Unlock()
@@ -75,6 +82,21 @@ func (s *Session) InputWait() (termwait.Status, error) {
 		st.Kind = termwait.KindTUI
 	}
 	return st, nil
+}
+
+// typedUnread reports whether the terminal holds input its program has not
+// read: TIOCINQ on the slave side, opened for the question and closed.
+func (s *Session) typedUnread() bool {
+	if s.ptsPath == "" {
+		return false
+	}
+	fd, err := unix.Open(s.ptsPath, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
+	return err == nil && n > 0
 }
 
 // pending reports whether rc has bytes to read.

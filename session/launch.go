@@ -86,6 +86,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return err
 	}
 	toClose = append(toClose, pts)
+	s.ptsPath = pts.Name()
 	if s.modes, err = configureTerminal(pts, s.cfg.Rows, s.cfg.Cols); err != nil {
 		ptm.Close()
 		return err

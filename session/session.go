@@ -43,10 +43,13 @@ type Session struct {
 	errR   *os.File // read end of the stderr pipe (commands' fd 2)
 	ptmRaw syscall.RawConn
 	errRaw syscall.RawConn
-	tmpDir string    // private directory for stdin files
-	modes  termModes // the terminal's launch settings (see terminal.go)
-	cg     *cgroup
-	tree   tree
+	// ptsPath names the terminal's slave side (/dev/pts/N), opened
+	// briefly to see typed input its program has not read yet.
+	ptsPath string
+	tmpDir  string    // private directory for stdin files
+	modes   termModes // the terminal's launch settings (see terminal.go)
+	cg      *cgroup
+	tree    tree
 	// status delivers the shell's wait status when the process-wide
 	// reaper owns reaping; nil when reap waits itself.
 	status <-chan unix.WaitStatus
