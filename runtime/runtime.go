@@ -121,9 +121,7 @@ func (rt *Runtime) Handle(ctx context.Context, call *protocol.Call) (*protocol.R
 // command, whose callers get their results), and waits for in-flight calls
 // until ctx ends.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
-	rt.mu.Lock()
-	rt.closing = true
-	rt.mu.Unlock()
+	rt.BeginShutdown()
 	rt.sessions.CloseAll()
 	rt.streams.Close()
 	done := make(chan struct{})
@@ -138,6 +136,16 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// BeginShutdown refuses new calls and makes every call in flight answer
+// SHUTTING_DOWN, without ending anything yet. A daemon calls it before it
+// drains its transports, so a request whose connection is being closed for
+// reading is told the daemon is stopping rather than handed a yield status.
+func (rt *Runtime) BeginShutdown() {
+	rt.mu.Lock()
+	rt.closing = true
+	rt.mu.Unlock()
 }
 
 func (rt *Runtime) shuttingDown() bool {

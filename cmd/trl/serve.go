@@ -149,6 +149,7 @@ func serve(args []string) int {
 	log.Info().Msg("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
+	rt.BeginShutdown()
 	drained := make(chan error, 1)
 	go func() { drained <- srv.Shutdown(shutdownCtx) }()
 	httpDrained := hs.shutdown(shutdownCtx)
