@@ -165,15 +165,32 @@ func (r *ring) len() int { return len(r.buf) }
 // appendLast appends the last n of the kept bytes to dst, in order.
 func (r *ring) appendLast(dst []byte, n int) []byte {
 	n = min(n, len(r.buf))
-	if !r.full {
-		return append(dst, r.buf[len(r.buf)-n:]...)
+	return r.appendRange(dst, len(r.buf)-n, n)
+}
+
+// appendRange appends at most n of the kept bytes to dst, in order,
+// starting from the from'th.
+func (r *ring) appendRange(dst []byte, from, n int) []byte {
+	// In order the bytes are buf[next:] then buf[:next] once the ring
+	// is full, buf before.
+	first, second := r.buf, []byte(nil)
+	if r.full {
+		first, second = r.buf[r.next:], r.buf[:r.next]
 	}
-	// In order the bytes are buf[next:] then buf[:next].
-	if n <= r.next {
-		return append(dst, r.buf[r.next-n:r.next]...)
+	for _, part := range [2][]byte{first, second} {
+		if from >= len(part) {
+			from -= len(part)
+			continue
+		}
+		k := min(n, len(part)-from)
+		dst = append(dst, part[from:from+k]...)
+		n -= k
+		from = 0
+		if n == 0 {
+			break
+		}
 	}
-	dst = append(dst, r.buf[len(r.buf)-(n-r.next):]...)
-	return append(dst, r.buf[:r.next]...)
+	return dst
 }
 
 // trimIncompleteEnd drops a multi-byte character cut off at the end of p.
@@ -242,6 +259,48 @@ func (c *Collector) Since(s session.Stream, offset int64, max int) (data []byte,
 		cut = true
 	}
 	return data, start, end, cut
+}
+
+// Page returns at most limit bytes of stream s's output from offset on,
+// contiguous and ending on a character boundary, for a client paging
+// through the output with exec.read. start is the offset of the first byte
+// returned: past offset when the bytes there were not kept (the gap
+// between head and tail), the next kept byte. A limit smaller than the
+// next character still returns that character, so a reader paging with
+// offset += length always advances. Only the page is copied.
+func (c *Collector) Page(s session.Stream, offset int64, limit int) (data []byte, start, end int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &c.streams[s]
+	end = st.total
+	head := int64(len(st.head))
+	tailStart := st.total - int64(st.tail.len())
+	// Take up to UTFMax-1 bytes more than asked, to find where the last
+	// character ends.
+	want := limit + utf8.UTFMax - 1
+	switch {
+	case offset >= st.total:
+		return nil, st.total, end
+	case offset < head:
+		start = offset
+		data = make([]byte, 0, min(int64(want), st.total-offset))
+		data = append(data, st.head[offset:min(head, offset+int64(want))]...)
+		if room := want - len(data); room > 0 && tailStart == head {
+			data = st.tail.appendRange(data, 0, room)
+		}
+	default:
+		start = max(offset, tailStart)
+		data = st.tail.appendRange(nil, int(start-tailStart), want)
+	}
+	if len(data) > limit {
+		cut := trimIncompleteEnd(data[:limit])
+		if len(cut) == 0 {
+			_, n := utf8.DecodeRune(data)
+			cut = data[:n]
+		}
+		data = cut
+	}
+	return data, start, end
 }
 
 // Truncated reports whether Result will be cut: more output arrived than

@@ -3,11 +3,19 @@ package exec
 import (
 	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trl-project/trl/session"
 )
 
-// The ring keeps exactly the last cap bytes written, and appendLast hands
-// back any suffix of them in order, across the wrap.
+// The ring keeps exactly the last cap bytes written; appendLast hands
+// back any suffix of them and appendRange any run, in order, across the
+// wrap.
 func TestRingAppendLast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 500 {
@@ -30,6 +38,49 @@ func TestRingAppendLast(t *testing.T) {
 			if !bytes.Equal(got[1:], kept[len(kept)-n:]) || got[0] != 'x' {
 				t.Fatalf("trial %d: appendLast(%d) = %q, want %q", trial, n, got[1:], kept[len(kept)-n:])
 			}
+			from := rng.IntN(len(kept) + 1)
+			want := kept[from:min(len(kept), from+n)]
+			if got := r.appendRange(nil, from, n); !bytes.Equal(got, want) {
+				t.Fatalf("trial %d: appendRange(%d, %d) = %q, want %q", trial, from, n, got, want)
+			}
+		}
+	}
+}
+
+// Page hands a reader paging with offset += length every kept byte once,
+// in order and where it was written, never splitting a character it kept
+// whole, and steps over the unkept gap between head and tail by starting
+// past it.
+func TestCollectorPage(t *testing.T) {
+	out := []byte(strings.Repeat("añ€😀", 40)) // 1, 2, 3 and 4 bytes
+	for _, budget := range []int{16, 64, 1000} {
+		for _, limit := range []int{1, 2, 3, 5, 64} {
+			c := NewCollector(budget)
+			c.Output(session.Stdout, out[:100])
+			c.Output(session.Stdout, out[100:])
+			var gap, got int64
+			offset := int64(0)
+			for pages := 0; ; pages++ {
+				require.Less(t, pages, 1000, "no progress")
+				data, start, end := c.Page(session.Stdout, offset, limit)
+				require.Equal(t, int64(len(out)), end)
+				if len(data) == 0 {
+					require.Equal(t, end, start)
+					break
+				}
+				require.GreaterOrEqual(t, start, offset)
+				require.LessOrEqual(t, len(data), max(limit, utf8.UTFMax))
+				require.Equal(t, out[start:start+int64(len(data))], data, "budget %d limit %d: page at %d", budget, limit, start)
+				if budget == 1000 {
+					require.True(t, utf8.Valid(data), "limit %d: page %q at %d splits a character", limit, data, start)
+				}
+				gap += start - offset
+				got += int64(len(data))
+				offset = start + int64(len(data))
+			}
+			kept := int64(min(len(out), budget))
+			assert.Equal(t, kept, got, "budget %d limit %d: bytes paged", budget, limit)
+			assert.Equal(t, int64(len(out))-kept, gap, "budget %d limit %d: the gap", budget, limit)
 		}
 	}
 }

@@ -323,19 +323,9 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 		return nil, err
 	}
 	if c != nil && c.coll != nil {
-		data, start, end, _ := c.coll.Since(which, p.Offset, 0)
+		data, start, end := c.coll.Page(which, p.Offset, p.Limit)
 		if p.Offset > end {
 			return nil, protocol.Errorf(protocol.CodeInvalidParams, "offset %d is past the end of %s (%d bytes so far)", p.Offset, which, end)
-		}
-		if len(data) > p.Limit {
-			n := p.Limit
-			for n > 0 && !utf8.RuneStart(data[n]) {
-				n--
-			}
-			if n == 0 { // at least one character, so a pager advances
-				_, n = utf8.DecodeRune(data)
-			}
-			data = data[:n]
 		}
 		text, _ := renderOutput(p.Render, data)
 		var lost int64
