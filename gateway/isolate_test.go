@@ -20,7 +20,7 @@ func TestIsolationPerTenantWorkspace(t *testing.T) {
 	if err := session.CheckIsolationPrivilege(); err != nil {
 		t.Skipf("isolation needs privilege this test run lacks: %v", err)
 	}
-	first := uint32(2000300000 + os.Getpid()%50000*16)
+	first := uint32(2003000000 + os.Getpid()%50000*16)
 	homes := filepath.Join(os.TempDir(), fmt.Sprintf("trl-gw-homes-%d", os.Getpid()))
 	t.Cleanup(func() { os.RemoveAll(homes) })
 	rt := runtime.New(runtime.Options{Sessions: session.Options{Isolation: &session.Isolation{FirstUID: first, LastUID: first + 15, HomeRoot: homes}}})

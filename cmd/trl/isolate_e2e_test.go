@@ -62,7 +62,7 @@ func TestIsolateEndToEnd(t *testing.T) {
 	if err := session.CheckIsolationPrivilege(); err != nil {
 		t.Skipf("isolation needs privilege this test run lacks: %v", err)
 	}
-	first := 2000200000 + os.Getpid()%50000*16
+	first := 2002000000 + os.Getpid()%50000*16
 	homes := filepath.Join(os.TempDir(), fmt.Sprintf("trl-e2e-homes-%d", os.Getpid()))
 	t.Cleanup(func() { os.RemoveAll(homes) })
 	d := startDaemon(t, "--isolate", "--uid-range", fmt.Sprintf("%d-%d", first, first+15), "--isolate-homes", homes)
