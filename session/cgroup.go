@@ -140,9 +140,13 @@ func (c *cgroup) has(pid int) bool {
 	return err == nil && strings.Contains(string(b), "/"+filepath.Base(c.dir)+"\n")
 }
 
-// empty reports whether no process is left in the group or below it.
+// empty reports whether no process is left in the group or below it. A
+// group already removed (by another daemon sweeping too) is empty.
 func (c *cgroup) empty() bool {
 	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.events"))
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
 	return err == nil && strings.Contains(string(b), "populated 0\n")
 }
 
@@ -193,7 +197,10 @@ func removeGroup(dir string) error {
 // sweepStaleCgroups ends what a daemon that died without cleaning up (a
 // SIGKILL) left in its session groups: background jobs that survived their
 // shells' hang-up. A group is stale when the daemon pid in its name is no
-// longer a live process. It returns how many groups it removed.
+// longer a live process. Every stale group is killed first and then they
+// are waited for together, a second at most, so many groups (or one whose
+// processes are slow to die) cost one bounded wait. It returns how many
+// groups it removed.
 func sweepStaleCgroups() int {
 	base := cgroupBase()
 	if base == "" {
@@ -203,7 +210,7 @@ func sweepStaleCgroups() int {
 	if err != nil {
 		return 0
 	}
-	removed := 0
+	var stale []*cgroup
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), "trl-")
 		if !ok || !e.IsDir() {
@@ -219,7 +226,12 @@ func sweepStaleCgroups() int {
 		}
 		c := &cgroup{dir: filepath.Join(base, e.Name())}
 		c.kill()
-		c.waitEmpty(time.Second)
+		stale = append(stale, c)
+	}
+	deadline := time.Now().Add(time.Second)
+	removed := 0
+	for _, c := range stale {
+		c.waitEmpty(time.Until(deadline))
 		if removeGroup(c.dir) == nil {
 			removed++
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
@@ -34,6 +35,8 @@ type Manager struct {
 
 	pool    *uidPool // set when isolating
 	poolErr error    // why isolation is unavailable: every Create fails
+
+	swept chan struct{} // closed when the start-up sweep has ended
 }
 
 // NewManager returns an empty Manager.
@@ -44,13 +47,6 @@ func NewManager(opts Options) *Manager {
 			opts.Logger.Warn().Err(err).Msg("cannot become child subreaper: processes that leave their session are re-parented to init")
 			opts.Subreaper = false
 		}
-		// Only a daemon sweeps: the groups' processes may be its children.
-		if n := sweepStaleCgroups(); n > 0 {
-			opts.Logger.Warn().Int("groups", n).Msg("ended processes left by a daemon that died without cleaning up")
-		}
-		if n := sweepStaleTempDirs(); n > 0 {
-			opts.Logger.Warn().Int("dirs", n).Msg("removed session directories left by a daemon that died without cleaning up")
-		}
 	}
 	m := &Manager{
 		opts:   opts,
@@ -58,6 +54,15 @@ func NewManager(opts Options) *Manager {
 		byID:   map[string]*Session{},
 		byName: map[string]*Session{},
 		names:  map[string]bool{},
+		swept:  make(chan struct{}),
+	}
+	if opts.Subreaper {
+		// Only a daemon sweeps: the groups' processes may be its children.
+		// What a dead daemon left never delays this one's start: its names
+		// carry the dead pid, so nothing the sweep touches is ours.
+		go m.sweep()
+	} else {
+		close(m.swept)
 	}
 	if opts.Isolation != nil {
 		// Fail closed: without a pool no session starts, rather than one
@@ -70,6 +75,20 @@ func NewManager(opts Options) *Manager {
 		}
 	}
 	return m
+}
+
+// sweep ends and removes what a daemon that died without cleaning up left:
+// its session groups' processes and its session directories.
+func (m *Manager) sweep() {
+	defer close(m.swept)
+	t0 := time.Now()
+	groups, dirs := sweepStaleCgroups(), sweepStaleTempDirs()
+	ev := m.log.Debug()
+	if groups+dirs > 0 {
+		ev = m.log.Warn()
+	}
+	ev.Int("groups", groups).Int("dirs", dirs).Dur("took", time.Since(t0)).
+		Msg("swept what daemons that died without cleaning up left (their processes ended, their session directories removed)")
 }
 
 // Create validates cfg, starts a shell and registers the session.
@@ -350,4 +369,5 @@ func (m *Manager) CloseAll() {
 		}()
 	}
 	wg.Wait()
+	<-m.swept
 }
