@@ -9,9 +9,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/creack/pty"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/trl-project/trl/internal/pollpty"
 )
 
 // start launches the shell and waits for its first prompt record.
@@ -81,7 +82,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 			f.Close()
 		}
 	}()
-	ptm, pts, err := openPTY()
+	ptm, pts, err := pollpty.Open()
 	if err != nil {
 		return err
 	}
@@ -212,39 +213,6 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		s.log.Debug().Err(err).Msg("write init line")
 	}
 	return nil
-}
-
-// openPTY opens a PTY pair whose master is non-blocking and so served by
-// the runtime's poller: reads park a goroutine, not a thread, and Close
-// unblocks them. creack/pty hands out a blocking master, so the fd is
-// duplicated, made non-blocking, and wrapped anew.
-func openPTY() (ptm, pts *os.File, err error) {
-	m, pts, err := pty.Open()
-	if err != nil {
-		return nil, nil, fmt.Errorf("open pty: %w", err)
-	}
-	defer m.Close()
-	rc, err := m.SyscallConn()
-	if err != nil {
-		pts.Close()
-		return nil, nil, err
-	}
-	dup := -1
-	var dupErr error
-	rc.Control(func(fd uintptr) {
-		dup, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-	})
-	if dupErr == nil {
-		dupErr = unix.SetNonblock(dup, true)
-	}
-	if dupErr != nil {
-		if dup >= 0 {
-			unix.Close(dup)
-		}
-		pts.Close()
-		return nil, nil, fmt.Errorf("open pty: %w", dupErr)
-	}
-	return os.NewFile(uintptr(dup), "/dev/ptmx"), pts, nil
 }
 
 // Variables that change how the shell itself starts or runs are kept out

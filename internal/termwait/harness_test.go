@@ -2,6 +2,7 @@ package termwait
 
 import (
 	"bytes"
+	"cmp"
 	"io"
 	"os"
 	osexec "os/exec"
@@ -13,6 +14,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/trl-project/trl/internal/pollpty"
 	"github.com/trl-project/trl/internal/terminput"
 )
 
@@ -44,7 +46,7 @@ func need(t *testing.T, tools ...string) {
 // shell" (0: the program itself).
 func start(t *testing.T, argv ...string) *prog {
 	t.Helper()
-	ptm, pts, err := pty.Open()
+	ptm, pts, err := pollpty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,19 +77,34 @@ func start(t *testing.T, argv ...string) *prog {
 }
 
 // read owns the master's reads; it ends at EIO when the last slave fd is
-// closed, or when stop closes the master.
+// closed, or when stop closes the master. As the session's pump does, it
+// reads and feeds under mu, so check never sees bytes read but not yet
+// fed to the mode tracker.
 func (p *prog) read() {
 	defer close(p.done)
+	rc, err := p.ptm.SyscallConn()
+	if err != nil {
+		return
+	}
 	buf := make([]byte, 4096)
 	for {
-		n, err := p.ptm.Read(buf)
-		if n > 0 {
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
 			p.mu.Lock()
-			p.out.Write(buf[:n])
-			p.modes.Feed(buf[:n])
-			p.mu.Unlock()
-		}
-		if err != nil {
+			defer p.mu.Unlock()
+			n, e := unix.Read(int(fd), buf)
+			if e == unix.EAGAIN || e == unix.EINTR {
+				return false
+			}
+			if n > 0 {
+				p.out.Write(buf[:n])
+				p.modes.Feed(buf[:n])
+				return true
+			}
+			rerr = cmp.Or(e, io.EOF)
+			return true
+		})
+		if err != nil || rerr != nil {
 			return
 		}
 	}
@@ -131,13 +148,39 @@ func (p *prog) waitOutput(s string, limit time.Duration) {
 	}
 }
 
+// check samples as the session does (Session.InputWait): output still
+// unread in the terminal may switch the alternate screen, so the program
+// does not count as waiting until all of it is read and fed.
 func (p *prog) check() Status {
 	p.t.Helper()
-	s, err := p.term.Check(p.alt())
+	if p.unread() {
+		return Status{}
+	}
+	s, err := p.term.Check(false)
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	if !s.Waiting {
+		return s
+	}
+	if p.unread() {
+		return Status{}
+	}
+	if p.alt() {
+		s.Kind = KindTUI
+	}
 	return s
+}
+
+// unread reports whether the master holds output the reader has not read.
+func (p *prog) unread() bool {
+	rc, err := p.ptm.SyscallConn()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	n := 0
+	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	return n > 0
 }
 
 // waitWaiting samples until the program waits for input (generous: two
