@@ -26,6 +26,14 @@ const (
 	// tuiConfirm is how long a full-screen program must go on waiting,
 	// silent, to count as waiting for input.
 	tuiConfirm = 100 * time.Millisecond
+	// unseenConfirm is how long any other program seen waiting with no
+	// prompt must go on waiting to count. What a program writes to its
+	// terminal reaches the master through a kernel worker, so the prompt
+	// it wrote just before it began to read may not yet be readable (nor
+	// counted as unread) at the first sample; on a loaded machine that
+	// showed as a wait with no prompt. A wait whose prompt is seen counts
+	// at once.
+	unseenConfirm = 10 * time.Millisecond
 	// multiTick is how often a wait on several commands looks at them.
 	multiTick = 20 * time.Millisecond
 )
@@ -88,7 +96,7 @@ type probe struct {
 	last  time.Time // output time the schedule started from
 	every time.Duration
 	at    time.Time // next sample
-	seen  bool      // the last sample saw a full-screen program waiting
+	seen  bool      // the last sample saw the program waiting, to be confirmed
 }
 
 // check looks at c once: exited, or one of u's events, or nothing; next
@@ -127,16 +135,21 @@ func (rt *Runtime) check(c *command, u until, pr *probe, now time.Time) (ev even
 		}
 		if !now.Before(pr.at) {
 			in := rt.inputWait(c)
+			tui := in != nil && in.Kind == string(termwait.KindTUI)
 			switch {
-			case in != nil && (in.Kind != string(termwait.KindTUI) || pr.seen):
+			case in != nil && (pr.seen || !tui && in.Prompt != ""):
 				return event{reason: protocol.ReasonInput, input: in}, time.Time{}
 			case in != nil:
-				// A full-screen program also reads the terminal, with a
-				// timeout, while it redraws or exits: it waits for input
-				// only if it still does tuiConfirm later, with no output
-				// between (output restarts the schedule).
+				// Confirmed by a second sample with no output between
+				// (output restarts the schedule): a full-screen program
+				// also reads the terminal, with a timeout, while it
+				// redraws or exits, so it must still wait tuiConfirm
+				// later; a wait with no prompt yet, unseenConfirm later.
 				pr.seen = true
-				pr.at = now.Add(tuiConfirm)
+				pr.at = now.Add(unseenConfirm)
+				if tui {
+					pr.at = now.Add(tuiConfirm)
+				}
 			default:
 				pr.seen = false
 				pr.every = min(pr.every*2, maxProbe)

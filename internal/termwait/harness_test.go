@@ -184,15 +184,20 @@ func (p *prog) unread() bool {
 }
 
 // waitWaiting samples until the program waits for input (generous: two
-// shared cores) and returns that status.
+// shared cores) and returns that status. As the runtime does, a wait
+// counts once a second sample confirms it: what the program wrote just
+// before it began to read may still be on its way through the kernel to
+// the master (a worker moves it) at the first.
 func (p *prog) waitWaiting(limit time.Duration) Status {
 	p.t.Helper()
 	deadline := time.Now().Add(limit)
+	seen := false
 	for {
 		s := p.check()
-		if s.Waiting {
+		if s.Waiting && seen {
 			return s
 		}
+		seen = s.Waiting
 		if time.Now().After(deadline) {
 			p.t.Fatalf("not waiting within %s; last status %+v; output: %q", limit, s, p.output())
 		}
