@@ -96,9 +96,11 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 	output := out.output()
 	ms := timeout.Milliseconds()
 	switch {
-	case exit == nil && prompt() != nil:
+	case prompt() != nil && (exit == nil || exit.Canceled):
 		// A gateway call cannot answer a prompt: say so at once, with
 		// the prompt and the output so far; the command was interrupted.
+		// The exit the interrupt caused may have come in before the
+		// stream stopped: it is this answer too.
 		in := prompt()
 		return out.body(toolResult{Output: &output, Error: &toolError{Code: CodeCommandWaitingInput,
 			Message: fmt.Sprintf("the command waits for %s input at the prompt %q, which a gateway call cannot answer; it was interrupted. Pass the answer on stdin or use a non-interactive flag (such as -y)", in.Kind, in.Prompt)}}), true
