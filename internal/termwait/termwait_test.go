@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-const patience = 5 * time.Second
+const patience = 15 * time.Second
 
 func TestReadLine(t *testing.T) {
 	for _, sh := range []string{"sh", "bash", "zsh"} {
