@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -328,4 +329,30 @@ func TestChildCgroupsRemoved(t *testing.T) {
 	assert.Empty(t, procsMatching("sleep 4003"+tag), "survivors")
 	_, err = os.Stat(dir)
 	assert.True(t, os.IsNotExist(err), "the session's cgroup is left behind: %v", err)
+}
+
+// TestTreeSkipsOlderProcesses: a process older than the session's shell
+// is not the session's even if it carries the marker (none the session
+// started can be older), so a pass over /proc reads the environment only
+// of processes younger than the shell.
+func TestTreeSkipsOlderProcesses(t *testing.T) {
+	id := "s-older-" + numTag()
+	startSleep := func(env []string) int {
+		pid, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "30"}, &syscall.ProcAttr{Env: env})
+		require.NoError(t, err)
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL); syscall.Wait4(pid, nil, 0, nil) })
+		return pid
+	}
+	marked := []string{"TRL_SESSION_ID=" + id}
+	old := startSleep(marked)
+	time.Sleep(50 * time.Millisecond) // start times count 10 ms ticks
+	shell := startSleep(nil)
+	tr := newTree(shell, id, nil)
+	require.NotZero(t, tr.born)
+	time.Sleep(50 * time.Millisecond)
+	young := startSleep(marked)
+	require.Eventually(t, func() bool { return tr.owns(young) }, 5*time.Second, 10*time.Millisecond, "a younger marked process is the tree's")
+	assert.False(t, tr.owns(old), "a process older than the shell is not the tree's")
+	assert.Contains(t, tr.scan(), young)
+	assert.NotContains(t, tr.scan(), old)
 }

@@ -26,10 +26,19 @@ type tree struct {
 	// does the pid may be reused: a process with that session id belongs
 	// to the tree only if it started before the shell was reaped.
 	reapedAt *atomic.Int64
+	// born is the shell's start time (clock ticks since boot; 0 if
+	// unknown). Every process the session started is younger, so an
+	// older one is not looked at further: with many sessions alive a
+	// pass over /proc then reads the environment of few processes.
+	born int64
 }
 
 func newTree(sid int, id string, cg *cgroup) tree {
-	return tree{sid: sid, marker: []byte("TRL_SESSION_ID=" + id + "\x00"), cg: cg, reapedAt: new(atomic.Int64)}
+	t := tree{sid: sid, marker: []byte("TRL_SESSION_ID=" + id + "\x00"), cg: cg, reapedAt: new(atomic.Int64)}
+	if st, ok := readStat(sid); ok {
+		t.born = st.start
+	}
+	return t
 }
 
 func (t tree) shellGone() { t.reapedAt.Store(max(ticksSinceBoot(), 1)) }
@@ -153,6 +162,9 @@ func (t tree) owns(pid int) bool {
 		if at := t.reapedAt.Load(); at == 0 || st.start <= at {
 			return true
 		}
+	}
+	if st.start < t.born {
+		return false // started before the shell: not the session's
 	}
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	return err == nil && hasEntry(env, t.marker)
