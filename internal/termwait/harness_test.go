@@ -205,6 +205,26 @@ func (p *prog) waitWaiting(limit time.Duration) Status {
 	}
 }
 
+// waitTUI waits until the program waits for input on its alternate
+// screen. A full-screen program may first wait, raw, for the terminal's
+// answer to a query it sent (vim asks for the terminal's version); no
+// emulator answers here, so it goes on after its own timeout, which a
+// loaded machine stretches.
+func (p *prog) waitTUI(limit time.Duration) Status {
+	p.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		s := p.waitWaiting(time.Until(deadline))
+		if s.Kind == KindTUI {
+			return s
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("not waiting on its alternate screen within %s; last status %+v (alt %v)", limit, s, p.alt())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // neverWaiting samples for d and fails at the first waiting status.
 func (p *prog) neverWaiting(d time.Duration) {
 	p.t.Helper()

@@ -90,7 +90,7 @@ func TestPythonREPL(t *testing.T) {
 func TestLessIsTUI(t *testing.T) {
 	need(t, "less")
 	p := start(t, "sh", "-c", "seq 1 500 | less")
-	s := p.waitWaiting(patience)
+	s := p.waitTUI(patience)
 	if s.Kind != KindTUI || s.Reader.Comm != "less" {
 		t.Fatalf("status %+v, want tui from less (alt %v)", s, p.alt())
 	}
@@ -103,7 +103,7 @@ func TestVimIsTUI(t *testing.T) {
 		t.Run(vi, func(t *testing.T) {
 			need(t, vi)
 			p := start(t, vi, "-u", "NONE", "-N", "-n", "-i", "NONE")
-			s := p.waitWaiting(patience)
+			s := p.waitTUI(patience)
 			if s.Kind != KindTUI || s.Modes.Canonical {
 				t.Fatalf("status %+v, want tui (alt %v)", s, p.alt())
 			}
