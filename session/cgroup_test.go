@@ -2,7 +2,6 @@ package session
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -19,31 +18,23 @@ func TestStaleCgroupsSwept(t *testing.T) {
 	if base == "" {
 		t.Skip("no writable cgroup2 with cgroup.kill here: the sweep has nothing to do")
 	}
-	cmd := exec.Command("true")
-	require.NoError(t, cmd.Run())
-	dead := strconv.Itoa(cmd.Process.Pid) // exited and reaped: no such process now
+	dead := strconv.Itoa(deadPID(t))
 	group := filepath.Join(base, "trl-"+dead+"-s-stale")
 	inner := filepath.Join(group, "made-by-a-command")
 	require.NoError(t, os.MkdirAll(inner, 0o755))
 	t.Cleanup(func() { removeGroup(group) })
 
-	var ended []chan struct{}
+	var pids []int
 	for _, dir := range []string{group, inner} {
-		sleep := exec.Command("sleep", "300")
-		require.NoError(t, sleep.Start())
-		done := make(chan struct{})
-		go func() { sleep.Wait(); close(done) }() // the manager's reaper may collect it first
-		t.Cleanup(func() { sleep.Process.Kill() })
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(sleep.Process.Pid)), 0))
-		ended = append(ended, done)
+		pid := startSleep(t, nil)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0))
+		pids = append(pids, pid)
 	}
 	m := NewManager(Options{Logger: testLogger(), Subreaper: true})
-	for _, done := range ended {
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a process of the dead daemon's group survived the sweep")
-		}
+	for _, pid := range pids {
+		// Ended: a zombie (startSleep's clean-up reaps it) or gone.
+		require.Eventually(t, func() bool { st, ok := readStat(pid); return !ok || st.state == 'Z' }, 10*time.Second, 10*time.Millisecond,
+			"a process of the dead daemon's group survived the sweep")
 	}
 	m.CloseAll()
 	_, err := os.Stat(group)

@@ -58,13 +58,8 @@ func runIn(t *testing.T, s *Session, cmd string) (string, Status) {
 // procsMatching lists live processes whose command line contains needle.
 func procsMatching(needle string) []string {
 	var out []string
-	d, _ := os.ReadDir("/proc")
-	for _, e := range d {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+	for _, pid := range allPIDs() {
+		cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		if err != nil || !strings.Contains(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})), needle) {
 			continue
 		}
@@ -337,22 +332,39 @@ func TestChildCgroupsRemoved(t *testing.T) {
 // of processes younger than the shell.
 func TestTreeSkipsOlderProcesses(t *testing.T) {
 	id := "s-older-" + numTag()
-	startSleep := func(env []string) int {
-		pid, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "30"}, &syscall.ProcAttr{Env: env})
-		require.NoError(t, err)
-		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL); syscall.Wait4(pid, nil, 0, nil) })
-		return pid
-	}
 	marked := []string{"TRL_SESSION_ID=" + id}
-	old := startSleep(marked)
+	old := startSleep(t, marked)
 	time.Sleep(50 * time.Millisecond) // start times count 10 ms ticks
-	shell := startSleep(nil)
+	shell := startSleep(t, nil)
 	tr := newTree(shell, id, nil)
 	require.NotZero(t, tr.born)
 	time.Sleep(50 * time.Millisecond)
-	young := startSleep(marked)
+	young := startSleep(t, marked)
 	require.Eventually(t, func() bool { return tr.owns(young) }, 5*time.Second, 10*time.Millisecond, "a younger marked process is the tree's")
 	assert.False(t, tr.owns(old), "a process older than the shell is not the tree's")
 	assert.Contains(t, tr.scan(), young)
 	assert.NotContains(t, tr.scan(), old)
+}
+
+// startSleep starts `sleep 30` with env, killed when the test ends. Not
+// through os/exec: the manager's reaper may collect any child first, and
+// an exec.Cmd's Wait then fails.
+func startSleep(t *testing.T, env []string) int {
+	t.Helper()
+	pid, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "30"}, &syscall.ProcAttr{Env: env})
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL); syscall.Wait4(pid, nil, 0, nil) })
+	return pid
+}
+
+// deadPID returns a pid no process has now.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	for pid := 4_000_000; pid > 1; pid-- {
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			return pid
+		}
+	}
+	t.Fatal("every pid is in use")
+	return 0
 }

@@ -2,9 +2,9 @@ package session
 
 import (
 	"fmt"
-	"syscall"
 	"time"
 
+	"github.com/trl-project/trl/internal/pollpty"
 	"github.com/trl-project/trl/internal/termwait"
 	"golang.org/x/sys/unix"
 )
@@ -52,7 +52,7 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	// the terminal or the stderr pipe, unread by the pumps: the screen
 	// (its alternate screen, its prompt) is not yet what the program
 	// shows, so the program does not count as waiting yet.
-	if pending(s.ptmRaw) || pending(s.errRaw) {
+	if pollpty.Unread(s.ptmRaw) || pollpty.Unread(s.errRaw) {
 		return termwait.Status{}, nil
 	}
 	// The screen is asked (which parses what it holds) only for a
@@ -65,7 +65,7 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	// have arrived since the first look, or a pump may hold some it read
 	// but has not yet handed to the screen: look again, and take ioMu
 	// once so any such hand-over is finished before the screen is asked.
-	if pending(s.ptmRaw) || pending(s.errRaw) {
+	if pollpty.Unread(s.ptmRaw) || pollpty.Unread(s.errRaw) {
 		return termwait.Status{}, nil
 	}
 	// Input typed but not yet read: the program has been woken and will
@@ -97,18 +97,6 @@ func (s *Session) typedUnread() bool {
 	defer unix.Close(fd)
 	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
 	return err == nil && n > 0
-}
-
-// pending reports whether rc has bytes to read.
-func pending(rc syscall.RawConn) bool {
-	if rc == nil {
-		return false
-	}
-	n := 0
-	_ = rc.Control(func(fd uintptr) {
-		n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
-	})
-	return n > 0
 }
 
 // InputModes returns what encoding keys for the terminal needs: the

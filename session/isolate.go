@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,15 +218,8 @@ func (l *lease) release() {
 // effective, saved or filesystem).
 func uidsWithProcesses() map[uint32]bool {
 	out := map[uint32]bool{}
-	d, err := os.ReadDir("/proc")
-	if err != nil {
-		return out
-	}
-	for _, e := range d {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		for _, u := range procUIDs(e.Name()) {
+	for _, pid := range allPIDs() {
+		for _, u := range procUIDs(pid) {
 			out[u] = true
 		}
 	}
@@ -234,8 +228,8 @@ func uidsWithProcesses() map[uint32]bool {
 
 // procUIDs reads the four uids of /proc/PID/status; none for a zombie
 // (it has ended; the daemon's reaper collects it).
-func procUIDs(pid string) []uint32 {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
+func procUIDs(pid int) []uint32 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil || strings.Contains(string(b), "\nState:\tZ") {
 		return nil
 	}
@@ -258,29 +252,30 @@ func procUIDs(pid string) []uint32 {
 func killUID(uid uint32, limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
 	for {
-		found := false
-		d, _ := os.ReadDir("/proc")
-		for _, e := range d {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			for _, u := range procUIDs(e.Name()) {
-				if u == uid {
-					found = true
-					unix.Kill(pid, unix.SIGKILL)
-					break
-				}
-			}
-		}
-		if !found {
+		pids := pidsOfUID(uid)
+		if len(pids) == 0 {
 			return true
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
 		}
 		if time.Now().After(deadline) {
 			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// pidsOfUID lists the live processes running under uid (real, effective,
+// saved or filesystem).
+func pidsOfUID(uid uint32) []int {
+	var out []int
+	for _, pid := range allPIDs() {
+		if slices.Contains(procUIDs(pid), uid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // credential is how the shell of an isolated session is started.

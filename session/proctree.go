@@ -132,24 +132,31 @@ func (t tree) members() []int {
 
 // scan looks at every process on the machine.
 func (t tree) scan() []int {
+	self := os.Getpid()
+	var out []int
+	for _, pid := range allPIDs() {
+		if pid != self && t.owns(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// allPIDs lists the pids in /proc.
+func allPIDs() []int {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	self := os.Getpid()
-	var out []int
+	pids := make([]int, 0, len(names))
 	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid == self {
-			continue
-		}
-		if t.owns(pid) {
-			out = append(out, pid)
+		if pid, err := strconv.Atoi(name); err == nil {
+			pids = append(pids, pid)
 		}
 	}
-	return out
+	return pids
 }
 
 // owns reports whether pid is a live process of the tree.

@@ -2,7 +2,6 @@ package session
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -14,9 +13,7 @@ import (
 // The private directories of a SIGKILLed daemon are swept at the next
 // start; a live daemon's are kept.
 func TestStaleTempDirsSwept(t *testing.T) {
-	cmd := exec.Command("true")
-	require.NoError(t, cmd.Run())
-	dead := cmd.Process.Pid // exited and reaped: no such process now
+	dead := deadPID(t)
 	stale := filepath.Join(os.TempDir(), "trl-d"+strconv.Itoa(dead)+"-s-0123456789ab-42")
 	live := filepath.Join(os.TempDir(), "trl-d1-s-0123456789ab-43") // pid 1 is alive
 	for _, d := range []string{stale, live} {

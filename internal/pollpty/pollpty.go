@@ -7,6 +7,7 @@ package pollpty
 import (
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -42,4 +43,17 @@ func Open() (ptm, pts *os.File, err error) {
 		return nil, nil, fmt.Errorf("open pty: %w", dupErr)
 	}
 	return os.NewFile(uintptr(dup), "/dev/ptmx"), pts, nil
+}
+
+// Unread reports whether the fd behind rc (a PTY master or a pipe) holds
+// bytes nobody has read yet.
+func Unread(rc syscall.RawConn) bool {
+	if rc == nil {
+		return false
+	}
+	n := 0
+	_ = rc.Control(func(fd uintptr) {
+		n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+	})
+	return n > 0
 }

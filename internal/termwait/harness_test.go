@@ -178,9 +178,7 @@ func (p *prog) unread() bool {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	n := 0
-	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
-	return n > 0
+	return pollpty.Unread(rc)
 }
 
 // waitWaiting samples until the program waits for input (generous: two
