@@ -10,7 +10,8 @@ import (
 
 // Message is one encoded message ready to send: a response or a
 // notification. A message whose payload carries command output (an
-// ExecStatus, as a result or as an error's data) is encoded while it is
+// ExecStatus, as a result or as an error's data, or an ExecReadResult,
+// whose page may be 16 MiB) is encoded while it is
 // written, in pieces of about 64 KiB, so however large the output — 64 MiB
 // of NUL bytes encodes as 384 MiB — it is never held encoded whole. Every
 // other message is held as bytes.
@@ -80,8 +81,11 @@ func (m *Message) encode(e *encoder) {
 // payloadSize guesses a payload's encoded size, so that Bytes allocates
 // once for plain text.
 func payloadSize(p fieldsEncoder) int {
-	if st, ok := p.(*ExecStatus); ok {
-		return len(st.Stdout) + len(st.Stdout)/16 + len(st.Stderr) + len(st.Stderr)/16 + len(st.Cwd) + 512
+	switch p := p.(type) {
+	case *ExecStatus:
+		return len(p.Stdout) + len(p.Stdout)/16 + len(p.Stderr) + len(p.Stderr)/16 + len(p.Cwd) + 512
+	case *ExecReadResult:
+		return len(p.Data) + len(p.Data)/16 + 256
 	}
 	return 512
 }
@@ -166,6 +170,12 @@ func asFields(v any) fieldsEncoder {
 	case ExecStatus:
 		return &v
 	case *ExecStatus:
+		if v != nil {
+			return v
+		}
+	case ExecReadResult:
+		return &v
+	case *ExecReadResult:
 		if v != nil {
 			return v
 		}
@@ -293,5 +303,30 @@ func (st *ExecStatus) encodeFields(e *encoder) {
 		e.key("null")
 	} else {
 		e.value(st.Screen)
+	}
+}
+
+// encodeFields encodes an ExecReadResult as encoding/json would: a page of
+// exec.read may be 16 MiB of output, which must not be encoded whole.
+func (r *ExecReadResult) encodeFields(e *encoder) {
+	e.key(`"complete":`)
+	e.bool(r.Complete)
+	e.key(`,"data":`)
+	e.str(r.Data)
+	if r.ExecID != "" {
+		e.key(`,"exec_id":`)
+		e.str(r.ExecID)
+	}
+	e.key(`,"length":`)
+	e.int(int64(r.Length))
+	e.key(`,"lost_bytes":`)
+	e.int(r.LostBytes)
+	e.key(`,"offset":`)
+	e.int(r.Offset)
+	e.key(`,"stream":`)
+	e.str(r.Stream)
+	if r.StreamID != "" {
+		e.key(`,"stream_id":`)
+		e.str(r.StreamID)
 	}
 }

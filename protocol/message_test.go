@@ -13,14 +13,14 @@ import (
 	"github.com/trl-project/trl/protocol"
 )
 
-// reflected is the status encoded by encoding/json: what the hand-written
-// encoder must produce byte for byte.
-func reflected(t testing.TB, st protocol.ExecStatus) json.RawMessage {
+// reflected is v encoded by encoding/json: what the hand-written encoder
+// must produce byte for byte.
+func reflected(t testing.TB, v any) json.RawMessage {
 	t.Helper()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	require.NoError(t, enc.Encode(st))
+	require.NoError(t, enc.Encode(v))
 	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
@@ -87,6 +87,32 @@ func TestExecStatusEncodesAsReflection(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, string(protocol.EncodeError(req, viaRaw)), w.String(), "status %d as error data", i)
 			require.Equal(t, w.String(), string(protocol.EncodeError(req, e)))
+		}
+	}
+}
+
+// exec.read's page is encoded by hand too (it may be 16 MiB of output):
+// it equals encoding/json, whole and in pieces, with and without the
+// optional ids.
+func TestExecReadResultEncodesAsReflection(t *testing.T) {
+	for i, st := range statuses() {
+		for _, r := range []protocol.ExecReadResult{
+			{Data: st.Stdout, Stream: "stdout", ExecID: st.ExecID, Length: len(st.Stdout), Offset: st.StdoutOffset},
+			{Data: st.Stderr, Stream: "stderr", StreamID: "x-9", Complete: true, LostBytes: 1 << 33},
+		} {
+			want := `{"id":7,"ok":true,"data":` + string(reflected(t, r)) + "}\n"
+			for _, data := range []any{r, &r} {
+				m, err := protocol.Result(&protocol.Request{Dialect: protocol.TRL, ID: json.RawMessage(`7`)}, data)
+				require.NoError(t, err)
+				var w chunkedWriter
+				_, err = m.WriteTo(&w)
+				require.NoError(t, err)
+				require.Equal(t, want, w.String(), "page %d", i)
+				require.Equal(t, want, string(m.Bytes()), "page %d", i)
+				if len(r.Data) > 100_000 {
+					require.Greater(t, w.writes, 10, "a large page is written in pieces")
+				}
+			}
 		}
 	}
 }
