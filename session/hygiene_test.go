@@ -111,6 +111,34 @@ func TestTerminalModesRestored(t *testing.T) {
 // TestStdioRepointedPerCommand: a command that re-points or closes its
 // stdout, stderr or stdin with exec does so for itself only (issue 10
 // item 2).
+// TestUnreadInputDiscarded: input typed for one command that it did not
+// read never reaches the next one. Before, the second line typed to a
+// `read` was read by the next command from its terminal.
+func TestUnreadInputDiscarded(t *testing.T) {
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			k := &splitSink{}
+			j, err := s.Start(Command{Text: "read a; echo got $a"}, k)
+			require.NoError(t, err)
+			require.NoError(t, s.WriteInput([]byte("one\ntwo\n")))
+			select {
+			case <-j.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatal("read did not finish")
+			}
+			out, _ := k.get()
+			require.Contains(t, out, "got one\n")
+			out, _, st := run2(t, s, "timeout 1 head -n 1; echo status $?")
+			assert.Equal(t, "status 124\n", out, "the next command read input typed for the last one")
+			assert.Equal(t, 0, st.ExitCode)
+		})
+	}
+}
+
 func TestStdioRepointedPerCommand(t *testing.T) {
 	damage := []string{
 		"exec >/dev/null",

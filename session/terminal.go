@@ -72,11 +72,22 @@ func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
 // master (a mode ioctl on a PTY master acts on its slave). Setting the
 // size it already has is a no-op in the kernel, so no SIGWINCH is sent
 // unless a command changed it. Called with mu held, between commands.
+//
+// The modes are set with TCSETSF, which also discards the terminal's
+// unread input: what was typed for the last command and not read by it
+// (a second "y\n" to a prompt that took one), or a terminal's answer to
+// a query found in binary output. Otherwise the next command reading its
+// stdin would get it: a stale "y" answering a later `rm -i`
+// (TestUnreadInputDiscarded). Only the slave's input queue is flushed:
+// output on its way to the master, even a full master's backlog, is kept,
+// and the call does not wait for it (tried on Linux 6.18). Input can reach a command only
+// once it runs (exec.input needs a running command), so nothing meant
+// for the command being started is lost.
 func (s *Session) restoreTerminal() {
 	m := &s.modes
 	var ioErr error
 	err := s.ptmRaw.Control(func(fd uintptr) {
-		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, &m.termios); e != nil {
+		if e := unix.IoctlSetTermios(int(fd), unix.TCSETSF, &m.termios); e != nil {
 			ioErr = e
 			return
 		}
