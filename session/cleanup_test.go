@@ -337,6 +337,7 @@ func TestTreeSkipsOlderProcesses(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // start times count 10 ms ticks
 	shell := startSleep(t, nil)
 	tr := newTree(shell, id, nil)
+	t.Cleanup(tr.shellGone)
 	require.NotZero(t, tr.born)
 	time.Sleep(50 * time.Millisecond)
 	young := startSleep(t, marked)
@@ -344,6 +345,35 @@ func TestTreeSkipsOlderProcesses(t *testing.T) {
 	assert.False(t, tr.owns(old), "a process older than the shell is not the tree's")
 	assert.Contains(t, tr.scan(), young)
 	assert.NotContains(t, tr.scan(), old)
+}
+
+// TestTreeSkipsOtherSessions: a process in another live session's
+// terminal session is that session's, even if it carries this session's
+// marker, so a pass over /proc does not read the environment of other
+// sessions' processes; one that left every terminal session (setsid) is
+// still found by its marker.
+func TestTreeSkipsOtherSessions(t *testing.T) {
+	m := newManager(t)
+	a, err := m.Create(Config{})
+	require.NoError(t, err)
+	b, err := m.Create(Config{})
+	require.NoError(t, err)
+	out, st := runIn(t, b, "TRL_SESSION_ID="+a.ID()+" sleep 30 & echo $!")
+	require.Equal(t, 0, st.ExitCode)
+	inB, err := strconv.Atoi(strings.TrimSpace(out))
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Kill(inB, syscall.SIGKILL) })
+	assert.False(t, a.tree.owns(inB), "a process in b's terminal session is not a's, whatever its environment")
+	assert.True(t, b.tree.owns(inB))
+	assert.NotContains(t, a.tree.scan(), inB)
+
+	out, st = runIn(t, a, "setsid -f sh -c 'echo $$; exec sleep 30'")
+	require.Equal(t, 0, st.ExitCode)
+	left, err := strconv.Atoi(strings.TrimSpace(out))
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Kill(left, syscall.SIGKILL) })
+	assert.True(t, a.tree.owns(left), "a process of a's that left its terminal session is still a's")
+	assert.False(t, b.tree.owns(left))
 }
 
 // startSleep starts `sleep 30` with env, killed when the test ends. Not

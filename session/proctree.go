@@ -38,10 +38,47 @@ func newTree(sid int, id string, cg *cgroup) tree {
 	if st, ok := readStat(sid); ok {
 		t.born = st.start
 	}
+	liveShells.add(sid)
 	return t
 }
 
-func (t tree) shellGone() { t.reapedAt.Store(max(ticksSinceBoot(), 1)) }
+// shellGone is called once the shell has been reaped.
+func (t tree) shellGone() {
+	liveShells.remove(t.sid)
+	t.reapedAt.Store(max(ticksSinceBoot(), 1))
+}
+
+// liveShells holds the pids of the shells of this process's sessions
+// that have not been reaped. Each leads its own terminal session, and no
+// process can join a terminal session it was not born into, so a process
+// whose session id is another live shell's belongs to that shell's
+// session: a pass over /proc need not read its environment. With 1,000
+// sessions alive, destroying one no longer reads 1,000 environments.
+var liveShells = shellSet{m: map[int]struct{}{}}
+
+type shellSet struct {
+	mu sync.RWMutex
+	m  map[int]struct{}
+}
+
+func (s *shellSet) add(pid int) {
+	s.mu.Lock()
+	s.m[pid] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *shellSet) remove(pid int) {
+	s.mu.Lock()
+	delete(s.m, pid)
+	s.mu.Unlock()
+}
+
+func (s *shellSet) has(pid int) bool {
+	s.mu.RLock()
+	_, ok := s.m[pid]
+	s.mu.RUnlock()
+	return ok
+}
 
 // ticksSinceBoot reads /proc/uptime in the clock ticks (USER_HZ, 100 on
 // Linux) that /proc/PID/stat uses for start times.
@@ -172,6 +209,11 @@ func (t tree) owns(pid int) bool {
 	}
 	if st.start < t.born {
 		return false // started before the shell: not the session's
+	}
+	if liveShells.has(st.sid) {
+		// In another live shell's terminal session (this tree's own shell,
+		// while alive, was matched above).
+		return false
 	}
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	return err == nil && hasEntry(env, t.marker)
