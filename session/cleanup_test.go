@@ -367,12 +367,14 @@ func TestTreeSkipsOtherSessions(t *testing.T) {
 	assert.True(t, b.tree.owns(inB))
 	assert.NotContains(t, a.tree.scan(), inB)
 
-	out, st = runIn(t, a, "setsid -f sh -c 'echo $$; exec sleep 30'")
+	// setsid -f returns at once; the pipe waits for the child's pid.
+	out, st = runIn(t, a, "setsid -f sh -c 'echo $$; exec sleep 30 >/dev/null' | head -n 1")
 	require.Equal(t, 0, st.ExitCode)
 	left, err := strconv.Atoi(strings.TrimSpace(out))
 	require.NoError(t, err)
 	t.Cleanup(func() { syscall.Kill(left, syscall.SIGKILL) })
-	assert.True(t, a.tree.owns(left), "a process of a's that left its terminal session is still a's")
+	// Eventually: while it execs sleep, its environment may not be readable.
+	assert.Eventually(t, func() bool { return a.tree.owns(left) }, 5*time.Second, 10*time.Millisecond, "a process of a's that left its terminal session is still a's")
 	assert.False(t, b.tree.owns(left))
 }
 
