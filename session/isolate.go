@@ -54,27 +54,48 @@ func (iso *Isolation) nproc() uint64 {
 }
 
 // ErrNoPrivilege is returned when isolation is asked of a daemon that
-// cannot change uids.
-var ErrNoPrivilege = errors.New("--isolate needs root, or CAP_SETUID, CAP_SETGID and CAP_CHOWN")
+// lacks a capability it needs.
+var ErrNoPrivilege = errors.New("--isolate needs root with its usual capabilities, or CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL, CAP_DAC_OVERRIDE and CAP_SYS_PTRACE")
+
+// isolationCaps are the capabilities a daemon needs to run sessions under
+// other uids, and what each is for. Root on a host holds them all; root in
+// a container may not (Docker's default set lacks CAP_SYS_PTRACE), and a
+// daemon that is not root needs every one granted. Without CAP_KILL a
+// timeout, exec.cancel or session.destroy cannot stop a command; without
+// CAP_DAC_OVERRIDE a session's home cannot be removed, so its uid cannot be
+// reused; without CAP_SYS_PTRACE (and CAP_DAC_OVERRIDE: the files are
+// mode 0400) the kernel's record of what a process waits on cannot be
+// read, and every quiet command would be guessed to wait for input.
+var isolationCaps = []struct {
+	cap  int
+	name string
+	use  string
+}{
+	{unix.CAP_SETUID, "CAP_SETUID", "start shells under the sessions' uids"},
+	{unix.CAP_SETGID, "CAP_SETGID", "start shells under the sessions' gids"},
+	{unix.CAP_CHOWN, "CAP_CHOWN", "give each session its home and terminal"},
+	{unix.CAP_KILL, "CAP_KILL", "stop commands on timeout, exec.cancel and session.destroy"},
+	{unix.CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE", "remove a session's home and read its processes' /proc files"},
+	{unix.CAP_SYS_PTRACE, "CAP_SYS_PTRACE", "tell when a command waits for input"},
+}
 
 // CheckIsolationPrivilege reports whether this process may run sessions
-// under other uids: it must be root or hold CAP_SETUID, CAP_SETGID and
-// CAP_CHOWN (effective).
+// under other uids: it must hold every capability of isolationCaps
+// (effective), root or not.
 func CheckIsolationPrivilege() error {
 	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("%w: cannot read this process's capabilities: %v", ErrNoPrivilege, err)
 	}
-	need := []int{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_CHOWN}
 	var missing []string
-	for _, c := range need {
-		if data[c/32].Effective&(1<<(uint(c)%32)) == 0 {
-			missing = append(missing, map[int]string{unix.CAP_SETUID: "CAP_SETUID", unix.CAP_SETGID: "CAP_SETGID", unix.CAP_CHOWN: "CAP_CHOWN"}[c])
+	for _, c := range isolationCaps {
+		if data[c.cap/32].Effective&(1<<(uint(c.cap)%32)) == 0 {
+			missing = append(missing, c.name+" (to "+c.use+")")
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: running as uid %d without %s; run the daemon as root (or grant those capabilities), or drop --isolate", ErrNoPrivilege, os.Geteuid(), strings.Join(missing, ", "))
+		return fmt.Errorf("%w: running as uid %d without %s; run the daemon as root with those capabilities (in a container: --cap-add them), or drop --isolate", ErrNoPrivilege, os.Geteuid(), strings.Join(missing, ", "))
 	}
 	return nil
 }
