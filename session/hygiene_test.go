@@ -108,9 +108,6 @@ func TestTerminalModesRestored(t *testing.T) {
 	}
 }
 
-// TestStdioRepointedPerCommand: a command that re-points or closes its
-// stdout, stderr or stdin with exec does so for itself only (issue 10
-// item 2).
 // TestUnreadInputDiscarded: input typed for one command that it did not
 // read never reaches the next one. Before, the second line typed to a
 // `read` was read by the next command from its terminal.
@@ -139,6 +136,9 @@ func TestUnreadInputDiscarded(t *testing.T) {
 	}
 }
 
+// TestStdioRepointedPerCommand: a command that re-points or closes its
+// stdout, stderr or stdin with exec does so for itself only (issue 10
+// item 2).
 func TestStdioRepointedPerCommand(t *testing.T) {
 	damage := []string{
 		"exec >/dev/null",

@@ -253,10 +253,16 @@ func readStat(pid int) (procStat, bool) {
 	}
 	n, err := unix.Read(fd, buf[:])
 	unix.Close(fd)
-	if err != nil || n <= 0 || n == len(buf) {
-		return procStat{}, false // a stat line is a few hundred bytes
+	if err != nil || n <= 0 {
+		return procStat{}, false
 	}
 	b := buf[:n]
+	if n == len(buf) {
+		// A stat line is a few hundred bytes; a longer one is read whole.
+		if b, err = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err != nil {
+			return procStat{}, false
+		}
+	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
 		return procStat{}, false
