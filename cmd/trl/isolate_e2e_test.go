@@ -145,6 +145,7 @@ func nobodyBinary(t *testing.T) (bin, dir string) {
 	require.NoError(t, err)
 	_, err = io.Copy(dst, src)
 	src.Close()
+	require.NoError(t, err)
 	require.NoError(t, dst.Close())
 	return bin, dir
 }
