@@ -378,6 +378,22 @@ func TestTreeSkipsOtherSessions(t *testing.T) {
 	assert.False(t, b.tree.owns(left))
 }
 
+// TestTreeSeesProcessesInExec: a marked process found while it is still
+// in its exec (its environment reads empty for a while) is the tree's.
+// Read once, a third of processes just started were missed.
+func TestTreeSeesProcessesInExec(t *testing.T) {
+	tr := newTree(deadPID(t), "s-exec-"+numTag(), nil)
+	t.Cleanup(tr.shellGone)
+	for i := 0; i < 100; i++ {
+		pid, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "30"}, &syscall.ProcAttr{Env: []string{string(bytes.TrimSuffix(tr.marker, []byte{0}))}})
+		require.NoError(t, err)
+		owned := tr.owns(pid)
+		syscall.Kill(pid, syscall.SIGKILL)
+		syscall.Wait4(pid, nil, 0, nil)
+		require.True(t, owned, "process %d of 100, just started, was missed", i+1)
+	}
+}
+
 // startSleep starts `sleep 30` with env, killed when the test ends. Not
 // through os/exec: the manager's reaper may collect any child first, and
 // an exec.Cmd's Wait then fails.

@@ -215,8 +215,29 @@ func (t tree) owns(pid int) bool {
 		// while alive, was matched above).
 		return false
 	}
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if st.flags&pfKthread != 0 {
+		return false
+	}
+	env, err := environOf(pid)
 	return err == nil && hasEntry(env, t.marker)
+}
+
+// environOf reads pid's environment. A process in the middle of an exec
+// shows an empty one until the kernel has built its new stack, for a
+// while after the exec's point of no return (which is when
+// os.StartProcess returns): read once, a third of freshly started
+// processes looked unmarked. So an empty environment is read again, a few
+// times, 1 ms apart; only a process really started with none (`env -i`)
+// costs the wait.
+func environOf(pid int) ([]byte, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/environ"
+	for try := 0; ; try++ {
+		env, err := os.ReadFile(path)
+		if err != nil || len(env) > 0 || try == 10 {
+			return env, err
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // hasEntry reports whether the NUL-separated environ block env holds the
@@ -237,8 +258,12 @@ func hasEntry(env, e []byte) bool {
 type procStat struct {
 	state           byte
 	ppid, pgrp, sid int
-	start           int64 // clock ticks since boot
+	flags           uint64 // PF_* of the kernel
+	start           int64  // clock ticks since boot
 }
+
+// pfKthread marks a kernel thread in procStat.flags.
+const pfKthread = 0x00200000
 
 // readStat parses /proc/PID/stat. The command name may hold spaces and
 // parentheses, so fields are counted from the last ')'. A pass over /proc
@@ -275,6 +300,9 @@ func readStat(pid int) (procStat, bool) {
 	st.ppid, _ = strconv.Atoi(string(f[1]))
 	st.pgrp, _ = strconv.Atoi(string(f[2]))
 	st.sid, _ = strconv.Atoi(string(f[3]))
+	if len(f) > 6 {
+		st.flags, _ = strconv.ParseUint(string(f[6]), 10, 64)
+	}
 	if len(f) > 19 {
 		st.start, _ = strconv.ParseInt(string(f[19]), 10, 64)
 	}
