@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -123,5 +124,23 @@ func BenchmarkText(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
 		_ = Text(raw)
+	}
+}
+
+// TestTextAllocatesOnce: rendering a large plain output allocates about
+// its size once (the daemon renders up to max_output_bytes, 64 MiB):
+// before, the text grew by doubling and was copied into the string, about
+// three times its size.
+func TestTextAllocatesOnce(t *testing.T) {
+	raw := bytes.Repeat([]byte("some text of an ordinary log line\n"), 1<<20/34*4) // ~4 MiB
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	out := Text(raw)
+	runtime.ReadMemStats(&after)
+	if len(out) != len(raw) {
+		t.Fatalf("rendered %d bytes of plain text as %d", len(raw), len(out))
+	}
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > uint64(len(raw))*3/2 {
+		t.Errorf("rendering %d bytes allocated %d", len(raw), allocated)
 	}
 }
