@@ -109,7 +109,7 @@ func TestIsolateAsNonRootWithCapabilities(t *testing.T) {
 	c := dial(t, socket)
 
 	s := data(t, c.call("session.create", map[string]any{}))["session_id"]
-	r := data(t, c.call("exec.run", map[string]any{"session_id": s, "command": "id -u; sleep 300 & echo $!"}))
+	r := data(t, c.call("exec.run", map[string]any{"session_id": s, "command": "id -u; echo mine > ~/f; sleep 300 & echo $!"}))
 	var gotUID, bg int
 	_, err := fmt.Sscanf(r["stdout"].(string), "%d\n%d\n", &gotUID, &bg)
 	require.NoError(t, err, "stdout %q", r["stdout"])
@@ -127,7 +127,7 @@ func TestIsolateAsNonRootWithCapabilities(t *testing.T) {
 		"the session's background sleep survived destroy")
 	s = data(t, c.call("session.create", map[string]any{}))["session_id"]
 	r = data(t, c.call("exec.run", map[string]any{"session_id": s, "command": "id -u; ls -A ~ | wc -l"}))
-	assert.Equal(t, fmt.Sprintf("%d\n0\n", uid), r["stdout"], "the uid is reused, its home empty")
+	assert.Equal(t, fmt.Sprintf("%d\n0\n", uid), r["stdout"], "the uid is reused, its home emptied of the last session's file")
 }
 
 // nobodyBinary copies trl where nobody can execute it and returns the
