@@ -226,17 +226,17 @@ func (t tree) owns(pid int) bool {
 // shows an empty one until the kernel has built its new stack, for a
 // while after the exec's point of no return (which is when
 // os.StartProcess returns): read once, a third of freshly started
-// processes looked unmarked. So an empty environment is read again, a few
-// times, 1 ms apart; only a process really started with none (`env -i`)
-// costs the wait.
+// processes looked unmarked. So an empty environment is read again, for
+// up to 50 ms (an exec on a loaded machine can take that long); only a
+// process really started with none (`env -i`) costs the wait.
 func environOf(pid int) ([]byte, error) {
 	path := "/proc/" + strconv.Itoa(pid) + "/environ"
 	for try := 0; ; try++ {
 		env, err := os.ReadFile(path)
-		if err != nil || len(env) > 0 || try == 10 {
+		if err != nil || len(env) > 0 || try == 25 {
 			return env, err
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
