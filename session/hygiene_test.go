@@ -136,6 +136,86 @@ func TestUnreadInputDiscarded(t *testing.T) {
 	}
 }
 
+// TestStoppedOutputRestarted: a ^S typed to a command stops the terminal's
+// output (IXON), as on any terminal, and that command's next write blocks
+// until it is cancelled; the next command's output flows again. Before,
+// every later command blocked in its first write and the session hung.
+func TestStoppedOutputRestarted(t *testing.T) {
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			// sh -c: the write that blocks is another process's, which a
+			// SIGINT to the command ends whatever the shell.
+			j, err := s.Start(Command{Text: `sh -c 'read x; echo got $x'`}, &splitSink{})
+			require.NoError(t, err)
+			require.NoError(t, s.WriteInput([]byte("\x13abc\n")))
+			select {
+			case <-j.Done():
+				t.Fatal("the write after ^S did not block: the test shows nothing")
+			case <-time.After(300 * time.Millisecond):
+			}
+			_, err = j.Signal(unix.SIGKILL)
+			require.NoError(t, err)
+			select {
+			case <-j.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the stopped command did not end on SIGKILL")
+			}
+			k := &splitSink{}
+			j, err = s.Start(Command{Text: "echo next"}, k)
+			require.NoError(t, err)
+			select {
+			case <-j.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("the next command's output is still stopped")
+			}
+			// The echo of what was typed, held back while output was
+			// stopped, comes out when it starts again (as after a ^Q).
+			out, _ := k.get()
+			assert.Equal(t, "next\n", strings.TrimPrefix(out, "abc\n"))
+		})
+	}
+}
+
+// TestRestoreWaitsForNoWriter: a background process blocked writing to a
+// terminal whose output was stopped holds the terminal's write lock; the
+// next command must start anyway. With TCSETSF (which takes that lock)
+// the command's start, and every call on the session after it, hung.
+func TestRestoreWaitsForNoWriter(t *testing.T) {
+	m := newManager(t)
+	s, err := m.Create(Config{})
+	require.NoError(t, err)
+	j, err := s.Start(Command{Text: "sh -c 'sleep 0.3; echo late' & read x"}, &splitSink{})
+	require.NoError(t, err)
+	require.NoError(t, s.WriteInput([]byte("\x13abc\n")))
+	select {
+	case <-j.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("read did not finish")
+	}
+	time.Sleep(600 * time.Millisecond) // the background echo is blocked now
+	started := make(chan error, 1)
+	k := &splitSink{}
+	go func() {
+		j, err := s.Start(Command{Text: "echo next"}, k)
+		if err == nil {
+			<-j.Done()
+		}
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the next command did not start: the terminal's restore waits for the blocked writer")
+	}
+	out, _ := k.get()
+	assert.Contains(t, out, "next\n")
+}
+
 // TestStdioRepointedPerCommand: a command that re-points or closes its
 // stdout, stderr or stdin with exec does so for itself only (issue 10
 // item 2).

@@ -85,18 +85,16 @@ func (s *Session) InputWait() (termwait.Status, error) {
 }
 
 // typedUnread reports whether the terminal holds input its program has not
-// read: TIOCINQ on the slave side, opened for the question and closed.
+// read: TIOCINQ on the slave side.
 func (s *Session) typedUnread() bool {
-	if s.ptsPath == "" {
+	if s.ptsRaw == nil {
 		return false
 	}
-	fd, err := unix.Open(s.ptsPath, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
+	n, ierr := 0, error(nil)
+	if err := s.ptsRaw.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil {
 		return false
 	}
-	defer unix.Close(fd)
-	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
-	return err == nil && n > 0
+	return ierr == nil && n > 0
 }
 
 // InputModes returns what encoding keys for the terminal needs: the

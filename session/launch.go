@@ -86,21 +86,22 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	if err != nil {
 		return err
 	}
-	toClose = append(toClose, pts)
-	s.ptsPath = pts.Name()
 	if s.modes, err = configureTerminal(pts, s.cfg.Rows, s.cfg.Cols); err != nil {
 		ptm.Close()
+		pts.Close()
 		return err
 	}
 	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
 		ptm.Close()
+		pts.Close()
 		return err
 	}
 	toClose = append(toClose, cmdR)
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		ptm.Close()
+		pts.Close()
 		cmdW.Close()
 		return err
 	}
@@ -108,18 +109,23 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		ptm.Close()
+		pts.Close()
 		cmdW.Close()
 		ctlR.Close()
 		return err
 	}
 	toClose = append(toClose, errW)
-	// From here on, Close releases what we hold.
-	s.ptm, s.cmdW, s.ctlR, s.errR = ptm, cmdW, ctlR, errR
+	// From here on, Close releases what we hold. The daemon keeps its own
+	// copy of the slave side (see restoreTerminal).
+	s.ptm, s.pts, s.cmdW, s.ctlR, s.errR = ptm, pts, cmdW, ctlR, errR
 	fail := func(e error) error {
 		s.closeFiles()
 		return e
 	}
 	if s.ptmRaw, err = ptm.SyscallConn(); err != nil {
+		return fail(err)
+	}
+	if s.ptsRaw, err = pts.SyscallConn(); err != nil {
 		return fail(err)
 	}
 	if s.errRaw, err = errR.SyscallConn(); err != nil {

@@ -43,13 +43,15 @@ type Session struct {
 	errR   *os.File // read end of the stderr pipe (commands' fd 2)
 	ptmRaw syscall.RawConn
 	errRaw syscall.RawConn
-	// ptsPath names the terminal's slave side (/dev/pts/N), opened
-	// briefly to see typed input its program has not read yet.
-	ptsPath string
-	tmpDir  string    // private directory for stdin files
-	modes   termModes // the terminal's launch settings (see terminal.go)
-	cg      *cgroup
-	tree    tree
+	// pts is the daemon's own copy of the terminal's slave side: the
+	// flushes and flow control of restoreTerminal, and the question whether
+	// typed input is unread, act on the slave and need an fd of it.
+	pts    *os.File
+	ptsRaw syscall.RawConn
+	tmpDir string    // private directory for stdin files
+	modes  termModes // the terminal's launch settings (see terminal.go)
+	cg     *cgroup
+	tree   tree
 	// status delivers the shell's wait status when the process-wide
 	// reaper owns reaping; nil when reap waits itself.
 	status <-chan unix.WaitStatus
@@ -353,7 +355,7 @@ func (s *Session) CloseWith(cause error) {
 }
 
 func (s *Session) closeFiles() {
-	for _, f := range []*os.File{s.cmdW, s.ptm, s.ctlR, s.errR} {
+	for _, f := range []*os.File{s.cmdW, s.ptm, s.pts, s.ctlR, s.errR} {
 		if f != nil {
 			f.Close()
 		}

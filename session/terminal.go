@@ -68,26 +68,35 @@ func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
 	return m, nil
 }
 
-// restoreTerminal puts the launch modes and window size back, through the
-// master (a mode ioctl on a PTY master acts on its slave). Setting the
-// size it already has is a no-op in the kernel, so no SIGWINCH is sent
-// unless a command changed it. Called with mu held, between commands.
+// restoreTerminal puts the terminal back as trl set it up, between
+// commands (called with mu held): the launch modes and the session's window
+// size, through the master (a mode ioctl on a PTY master acts on its
+// slave; setting the size it already has is a no-op in the kernel, so no
+// SIGWINCH is sent unless a command changed it); then, through the
+// daemon's copy of the slave:
 //
-// The modes are set with TCSETSF, which also discards the terminal's
-// unread input: what was typed for the last command and not read by it
-// (a second "y\n" to a prompt that took one), or a terminal's answer to
-// a query found in binary output. Otherwise the next command reading its
-// stdin would get it: a stale "y" answering a later `rm -i`
-// (TestUnreadInputDiscarded). Only the slave's input queue is flushed:
-// output on its way to the master, even a full master's backlog, is kept,
-// and the call does not wait for it (tried on Linux 6.18). Input can reach a command only
-// once it runs (exec.input needs a running command), so nothing meant
-// for the command being started is lost.
+//   - unread input is discarded (TCFLSH): what was typed for the last
+//     command and not read by it (a second "y\n" to a prompt that took
+//     one), or a terminal's answer to a query found in binary output, would
+//     otherwise be read by the next command that reads its stdin — a stale
+//     "y" answering a later `rm -i` (TestUnreadInputDiscarded). Input can
+//     reach a command only once it runs (exec.input needs a running
+//     command), so nothing meant for the command being started is lost;
+//   - output stopped by a typed ^S (IXON) is started again (TCXONC off,
+//     then on: "on" alone only undoes an earlier "off"). Otherwise every
+//     later command's output would block in write(2) and the session
+//     would hang (TestStoppedOutputRestarted).
+//
+// None of these waits for a writer. TCSETSF would flush input too, but it
+// first takes the terminal's write lock, which a process blocked writing
+// to a stopped or full terminal holds: a background writer blocked on
+// stopped output then hung the next command's start, under mu, and with it
+// the session and the daemon's shutdown (TestRestoreWaitsForNoWriter).
 func (s *Session) restoreTerminal() {
 	m := &s.modes
 	var ioErr error
 	err := s.ptmRaw.Control(func(fd uintptr) {
-		if e := unix.IoctlSetTermios(int(fd), unix.TCSETSF, &m.termios); e != nil {
+		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, &m.termios); e != nil {
 			ioErr = e
 			return
 		}
@@ -97,6 +106,20 @@ func (s *Session) restoreTerminal() {
 	})
 	if err == nil {
 		err = ioErr
+	}
+	if err == nil {
+		err = s.ptsRaw.Control(func(fd uintptr) {
+			for _, op := range []struct{ req, arg int }{
+				{unix.TCFLSH, unix.TCIFLUSH}, {unix.TCXONC, unix.TCOOFF}, {unix.TCXONC, unix.TCOON},
+			} {
+				if ioErr = unix.IoctlSetInt(int(fd), uint(op.req), op.arg); ioErr != nil {
+					return
+				}
+			}
+		})
+		if err == nil {
+			err = ioErr
+		}
 	}
 	if err != nil {
 		s.log.Debug().Err(err).Msg("restore the terminal's modes")

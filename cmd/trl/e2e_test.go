@@ -110,8 +110,15 @@ func (d *daemon) stop(t *testing.T) {
 	case err := <-d.done:
 		assert.NoError(t, err, "daemon exit: %s", d.stderr)
 	case <-time.After(10 * time.Second):
-		d.cmd.Process.Kill()
-		t.Errorf("daemon did not stop on SIGTERM within 10 s")
+		// A hung daemon: its goroutines (SIGQUIT makes Go print them)
+		// say where.
+		d.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-d.done:
+		case <-time.After(5 * time.Second):
+			d.cmd.Process.Kill()
+		}
+		t.Errorf("daemon did not stop on SIGTERM within 10 s; its stderr:\n%s", d.stderr)
 	}
 }
 
