@@ -91,7 +91,9 @@ func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
 // first takes the terminal's write lock, which a process blocked writing
 // to a stopped or full terminal holds: a background writer blocked on
 // stopped output then hung the next command's start, under mu, and with it
-// the session and the daemon's shutdown (TestRestoreWaitsForNoWriter).
+// the session and the daemon's shutdown (TestRestoreWaitsForNoWriter). On
+// Linux 6.18 such a TCSETSF with a signal pending even spins in the kernel,
+// unkillable, until the writer goes: never use TCSETSF or TCSETSW here.
 func (s *Session) restoreTerminal() {
 	m := &s.modes
 	var ioErr error
