@@ -210,6 +210,9 @@ func TestRestoreWaitsForNoWriter(t *testing.T) {
 	case err := <-started:
 		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
+		// Kill the writer first: a restore stuck on its lock holds the
+		// session (and, on some kernels, spins unkillably until it goes).
+		<-s.kill()
 		t.Fatal("the next command did not start: the terminal's restore waits for the blocked writer")
 	}
 	out, _ := k.get()
