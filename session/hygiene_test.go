@@ -51,6 +51,19 @@ func run2(t *testing.T, s *Session, cmd string) (string, string, Status) {
 	return out, errOut, j.Status()
 }
 
+// inEachShell runs f, in parallel, on a fresh session of each shell there
+// is (sh, bash, zsh).
+func inEachShell(t *testing.T, f func(t *testing.T, s *Session)) {
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			s, err := newManager(t).Create(Config{Shell: shell})
+			require.NoError(t, err)
+			f(t, s)
+		})
+	}
+}
+
 // TestTerminalModesRestored: whatever a command does to the terminal's
 // modes or size, the next command's output is as trl's own settings make
 // it (issue 10 item 1).
@@ -71,69 +84,53 @@ func TestTerminalModesRestored(t *testing.T) {
 		"tset",
 		"stty raw -echo",
 	}
-	for _, shell := range lookShells(t) {
-		t.Run(shell, func(t *testing.T) {
-			t.Parallel()
-			m := newManager(t)
-			s, err := m.Create(Config{Shell: shell})
-			require.NoError(t, err)
-			for _, d := range damage {
-				run2(t, s, d+" >/dev/null 2>&1")
-				out, _, st := run2(t, s, probe)
-				assert.Equal(t, want, out, "after %q", d)
-				assert.Equal(t, 0, st.ExitCode, "after %q", d)
-			}
-			// A pager killed mid-page (as a timeout kills it) leaves
-			// the terminal raw; the next command does not see that.
-			k := &splitSink{}
-			j, err := s.Start(Command{Text: "less /etc/passwd"}, k)
-			require.NoError(t, err)
-			time.Sleep(300 * time.Millisecond)
-			_, err = s.Signal(j, unix.SIGKILL)
-			require.NoError(t, err)
-			select {
-			case <-j.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("less was not killed")
-			}
-			out, _, _ := run2(t, s, probe)
-			assert.Equal(t, want, out, "after less was killed")
+	inEachShell(t, func(t *testing.T, s *Session) {
+		for _, d := range damage {
+			run2(t, s, d+" >/dev/null 2>&1")
+			out, _, st := run2(t, s, probe)
+			assert.Equal(t, want, out, "after %q", d)
+			assert.Equal(t, 0, st.ExitCode, "after %q", d)
+		}
+		// A pager killed mid-page (as a timeout kills it) leaves
+		// the terminal raw; the next command does not see that.
+		k := &splitSink{}
+		j, err := s.Start(Command{Text: "less /etc/passwd"}, k)
+		require.NoError(t, err)
+		time.Sleep(300 * time.Millisecond)
+		_, err = s.Signal(j, unix.SIGKILL)
+		require.NoError(t, err)
+		select {
+		case <-j.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("less was not killed")
+		}
+		out, _, _ := run2(t, s, probe)
+		assert.Equal(t, want, out, "after less was killed")
 
-			// The size restored is the one session.resize set last.
-			require.NoError(t, s.Resize(30, 100))
-			run2(t, s, "stty cols 20")
-			out, _, _ = run2(t, s, "stty size")
-			assert.Equal(t, "30 100\n", out, "after a resize")
-		})
-	}
+		// The size restored is the one session.resize set last.
+		require.NoError(t, s.Resize(30, 100))
+		run2(t, s, "stty cols 20")
+		out, _, _ = run2(t, s, "stty size")
+		assert.Equal(t, "30 100\n", out, "after a resize")
+	})
 }
 
 // TestUnreadInputDiscarded: input typed for one command that it did not
 // read never reaches the next one. Before, the second line typed to a
 // `read` was read by the next command from its terminal.
 func TestUnreadInputDiscarded(t *testing.T) {
-	for _, shell := range lookShells(t) {
-		t.Run(shell, func(t *testing.T) {
-			t.Parallel()
-			m := newManager(t)
-			s, err := m.Create(Config{Shell: shell})
-			require.NoError(t, err)
-			k := &splitSink{}
-			j, err := s.Start(Command{Text: "read a; echo got $a"}, k)
-			require.NoError(t, err)
-			require.NoError(t, s.WriteInput([]byte("one\ntwo\n")))
-			select {
-			case <-j.Done():
-			case <-time.After(30 * time.Second):
-				t.Fatal("read did not finish")
-			}
-			out, _ := k.get()
-			require.Contains(t, out, "got one\n")
-			out, _, st := run2(t, s, "timeout 1 head -n 1; echo status $?")
-			assert.Equal(t, "status 124\n", out, "the next command read input typed for the last one")
-			assert.Equal(t, 0, st.ExitCode)
-		})
-	}
+	inEachShell(t, func(t *testing.T, s *Session) {
+		k := &splitSink{}
+		j, err := s.Start(Command{Text: "read a; echo got $a"}, k)
+		require.NoError(t, err)
+		require.NoError(t, s.WriteInput([]byte("one\ntwo\n")))
+		waitJob(t, j)
+		out, _ := k.get()
+		require.Contains(t, out, "got one\n")
+		out, _, st := run2(t, s, "timeout 1 head -n 1; echo status $?")
+		assert.Equal(t, "status 124\n", out, "the next command read input typed for the last one")
+		assert.Equal(t, 0, st.ExitCode)
+	})
 }
 
 // TestStoppedOutputRestarted: a ^S typed to a command stops the terminal's
@@ -141,43 +138,29 @@ func TestUnreadInputDiscarded(t *testing.T) {
 // until it is cancelled; the next command's output flows again. Before,
 // every later command blocked in its first write and the session hung.
 func TestStoppedOutputRestarted(t *testing.T) {
-	for _, shell := range lookShells(t) {
-		t.Run(shell, func(t *testing.T) {
-			t.Parallel()
-			m := newManager(t)
-			s, err := m.Create(Config{Shell: shell})
-			require.NoError(t, err)
-			// sh -c: the write that blocks is another process's, which a
-			// SIGINT to the command ends whatever the shell.
-			j, err := s.Start(Command{Text: `sh -c 'read x; echo got $x'`}, &splitSink{})
-			require.NoError(t, err)
-			require.NoError(t, s.WriteInput([]byte("\x13abc\n")))
-			select {
-			case <-j.Done():
-				t.Fatal("the write after ^S did not block: the test shows nothing")
-			case <-time.After(300 * time.Millisecond):
-			}
-			_, err = j.Signal(unix.SIGKILL)
-			require.NoError(t, err)
-			select {
-			case <-j.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("the stopped command did not end on SIGKILL")
-			}
-			k := &splitSink{}
-			j, err = s.Start(Command{Text: "echo next"}, k)
-			require.NoError(t, err)
-			select {
-			case <-j.Done():
-			case <-time.After(5 * time.Second):
-				t.Fatal("the next command's output is still stopped")
-			}
-			// The echo of what was typed, held back while output was
-			// stopped, comes out when it starts again (as after a ^Q).
-			out, _ := k.get()
-			assert.Equal(t, "next\n", strings.TrimPrefix(out, "abc\n"))
-		})
-	}
+	inEachShell(t, func(t *testing.T, s *Session) {
+		// sh -c: the write that blocks is another process's, which a
+		// SIGINT to the command ends whatever the shell.
+		j, err := s.Start(Command{Text: `sh -c 'read x; echo got $x'`}, &splitSink{})
+		require.NoError(t, err)
+		require.NoError(t, s.WriteInput([]byte("\x13abc\n")))
+		select {
+		case <-j.Done():
+			t.Fatal("the write after ^S did not block: the test shows nothing")
+		case <-time.After(300 * time.Millisecond):
+		}
+		_, err = j.Signal(unix.SIGKILL)
+		require.NoError(t, err)
+		waitJob(t, j)
+		k := &splitSink{}
+		j, err = s.Start(Command{Text: "echo next"}, k)
+		require.NoError(t, err)
+		waitJob(t, j)
+		// The echo of what was typed, held back while output was
+		// stopped, comes out when it starts again (as after a ^Q).
+		out, _ := k.get()
+		assert.Equal(t, "next\n", strings.TrimPrefix(out, "abc\n"))
+	})
 }
 
 // TestRestoreWaitsForNoWriter: a background process blocked writing to a
@@ -191,11 +174,7 @@ func TestRestoreWaitsForNoWriter(t *testing.T) {
 	j, err := s.Start(Command{Text: "sh -c 'sleep 0.3; echo late' & read x"}, &splitSink{})
 	require.NoError(t, err)
 	require.NoError(t, s.WriteInput([]byte("\x13abc\n")))
-	select {
-	case <-j.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("read did not finish")
-	}
+	waitJob(t, j)
 	time.Sleep(600 * time.Millisecond) // the background echo is blocked now
 	started := make(chan error, 1)
 	k := &splitSink{}
@@ -234,78 +213,60 @@ func TestStdioRepointedPerCommand(t *testing.T) {
 		"exec 0<&-",
 		"exec >/dev/null 2>&1",
 	}
-	for _, shell := range lookShells(t) {
-		t.Run(shell, func(t *testing.T) {
-			t.Parallel()
-			m := newManager(t)
-			s, err := m.Create(Config{Shell: shell})
-			require.NoError(t, err)
-			for _, d := range damage {
-				run2(t, s, d)
-				out, errOut, st := run2(t, s, "echo out; echo err >&2; test -t 0 && echo tty")
-				assert.Equal(t, "out\ntty\n", out, "stdout after %q", d)
-				assert.Equal(t, "err\n", errOut, "stderr after %q", d)
-				assert.Equal(t, 0, st.ExitCode, "after %q", d)
-			}
-		})
-	}
+	inEachShell(t, func(t *testing.T, s *Session) {
+		for _, d := range damage {
+			run2(t, s, d)
+			out, errOut, st := run2(t, s, "echo out; echo err >&2; test -t 0 && echo tty")
+			assert.Equal(t, "out\ntty\n", out, "stdout after %q", d)
+			assert.Equal(t, "err\n", errOut, "stderr after %q", d)
+			assert.Equal(t, 0, st.ExitCode, "after %q", d)
+		}
+	})
 }
 
 // TestLineEditingStaysOff: `set -o vi` / `set -o emacs` (a common .bashrc
 // line) cannot turn line editing on and hang the session (issue 10 item 3).
 func TestLineEditingStaysOff(t *testing.T) {
-	for _, shell := range lookShells(t) {
-		t.Run(shell, func(t *testing.T) {
-			t.Parallel()
-			m := newManager(t)
-			s, err := m.Create(Config{Shell: shell})
+	inEachShell(t, func(t *testing.T, s *Session) {
+		for _, c := range []string{"set -o vi", "set -o emacs", "set -o vi; set -o emacs"} {
+			k := &splitSink{}
+			j, err := s.Start(Command{Text: c}, k)
 			require.NoError(t, err)
-			for _, c := range []string{"set -o vi", "set -o emacs", "set -o vi; set -o emacs"} {
-				k := &splitSink{}
-				j, err := s.Start(Command{Text: c}, k)
-				require.NoError(t, err)
-				select {
-				case <-j.Done():
-				case <-time.After(10 * time.Second):
-					t.Fatalf("%q hung the session", c)
-				}
-				out, _, st := run2(t, s, "echo after")
-				assert.Equal(t, "after\n", out, "after %q", c)
-				assert.Equal(t, 0, st.ExitCode)
+			select {
+			case <-j.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%q hung the session", c)
 			}
-		})
-	}
+			out, _, st := run2(t, s, "echo after")
+			assert.Equal(t, "after\n", out, "after %q", c)
+			assert.Equal(t, 0, st.ExitCode)
+		}
+	})
 }
 
 // TestUnresponsiveShellRecoverableByCancel: a shell that ignores the
 // interrupts a cancel sends is ended after cancelGrace, with a cause,
 // rather than staying busy for ever (issue 10 item 3).
 func TestUnresponsiveShellRecoverableByCancel(t *testing.T) {
-	for _, shell := range lookShells(t) {
-		t.Run(shell, func(t *testing.T) {
-			t.Parallel()
-			m := newManager(t)
-			s, err := m.Create(Config{Shell: shell})
-			require.NoError(t, err)
-			j, err := s.Start(Command{Text: "trap '' INT; while :; do :; done"}, &splitSink{})
-			require.NoError(t, err)
-			time.Sleep(200 * time.Millisecond)
-			_, err = s.Signal(j, unix.SIGINT)
-			require.NoError(t, err)
-			select {
-			case <-j.Done():
-			case <-time.After(cancelGrace + 10*time.Second):
-				t.Fatal("the session still hangs after a cancel")
-			}
-			assert.True(t, j.Status().Exited)
-			require.Error(t, s.EndCause())
-			assert.ErrorIs(t, s.EndCause(), ErrUnresponsive)
-			assert.Contains(t, s.Info().EndCause, "did not answer an interrupt")
-			_, err = s.Start(Command{Text: "true"}, &splitSink{})
-			assert.ErrorIs(t, err, ErrExited)
-			assert.Contains(t, err.Error(), "did not answer an interrupt")
-		})
-	}
+	inEachShell(t, func(t *testing.T, s *Session) {
+		j, err := s.Start(Command{Text: "trap '' INT; while :; do :; done"}, &splitSink{})
+		require.NoError(t, err)
+		time.Sleep(200 * time.Millisecond)
+		_, err = s.Signal(j, unix.SIGINT)
+		require.NoError(t, err)
+		select {
+		case <-j.Done():
+		case <-time.After(cancelGrace + 10*time.Second):
+			t.Fatal("the session still hangs after a cancel")
+		}
+		assert.True(t, j.Status().Exited)
+		require.Error(t, s.EndCause())
+		assert.ErrorIs(t, s.EndCause(), ErrUnresponsive)
+		assert.Contains(t, s.Info().EndCause, "did not answer an interrupt")
+		_, err = s.Start(Command{Text: "true"}, &splitSink{})
+		assert.ErrorIs(t, err, ErrExited)
+		assert.Contains(t, err.Error(), "did not answer an interrupt")
+	})
 }
 
 // TestHostileShellState: commands that damage the shell's own state
@@ -407,25 +368,19 @@ func TestXtraceShowsOnlyTheCommand(t *testing.T) {
 // byte (\x1f), a newline, a colon or the record's start byte is reported
 // whole, and the session goes on (issue 10 item 9).
 func TestCwdAnyBytes(t *testing.T) {
-	for _, shell := range lookShells(t) {
-		t.Run(shell, func(t *testing.T) {
-			t.Parallel()
-			m := newManager(t)
-			s, err := m.Create(Config{Shell: shell})
-			require.NoError(t, err)
-			base := t.TempDir()
-			for _, name := range []string{"a\x1fb", "new\nline", "c:d:0", "e\x1eTRL:f", "sp ace\x1f\x1f", "p%dq%%!"} {
-				dir := filepath.Join(base, name)
-				require.NoError(t, os.Mkdir(dir, 0o755))
-				_, errOut, st := run2(t, s, "cd "+quote(dir))
-				require.Empty(t, errOut)
-				assert.Equal(t, 0, st.ExitCode)
-				assert.Equal(t, dir, st.Cwd, "cwd after cd into %q", name)
-				out, _, st := run2(t, s, "echo ok")
-				assert.Equal(t, "ok\n", out, "the session goes on after %q", name)
-				assert.Equal(t, dir, st.Cwd)
-				assert.Equal(t, dir, s.Info().WorkingDir)
-			}
-		})
-	}
+	inEachShell(t, func(t *testing.T, s *Session) {
+		base := t.TempDir()
+		for _, name := range []string{"a\x1fb", "new\nline", "c:d:0", "e\x1eTRL:f", "sp ace\x1f\x1f", "p%dq%%!"} {
+			dir := filepath.Join(base, name)
+			require.NoError(t, os.Mkdir(dir, 0o755))
+			_, errOut, st := run2(t, s, "cd "+quote(dir))
+			require.Empty(t, errOut)
+			assert.Equal(t, 0, st.ExitCode)
+			assert.Equal(t, dir, st.Cwd, "cwd after cd into %q", name)
+			out, _, st := run2(t, s, "echo ok")
+			assert.Equal(t, "ok\n", out, "the session goes on after %q", name)
+			assert.Equal(t, dir, st.Cwd)
+			assert.Equal(t, dir, s.Info().WorkingDir)
+		}
+	})
 }
