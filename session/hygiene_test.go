@@ -133,16 +133,39 @@ func TestUnreadInputDiscarded(t *testing.T) {
 	})
 }
 
-// TestStoppedOutputRestarted: a ^S typed to a command stops the terminal's
-// output (IXON), as on any terminal, and that command's next write blocks
-// until it is cancelled; the next command's output flows again. Before,
-// every later command blocked in its first write and the session hung.
+// waitOutput waits until k's stdout holds want.
+func waitOutput(t *testing.T, k *splitSink, want string) {
+	t.Helper()
+	require.Eventually(t, func() bool { out, _ := k.get(); return strings.Contains(out, want) }, 10*time.Second, 5*time.Millisecond, "no %q in the output", want)
+}
+
+// TestCtrlSIsACharacter: the terminal has no XON/XOFF flow control, so a
+// C-s typed to a program in cooked mode reaches it and freezes nothing.
+func TestCtrlSIsACharacter(t *testing.T) {
+	inEachShell(t, func(t *testing.T, s *Session) {
+		k := &splitSink{}
+		j, err := s.Start(Command{Text: `sh -c 'read x; printf "got %s\n" "$x" | od -c | head -n 1'`}, k)
+		require.NoError(t, err)
+		require.NoError(t, s.WriteInput([]byte("\x13abc\n")))
+		waitJob(t, j)
+		out, _ := k.get()
+		assert.Contains(t, out, "g   o   t     023   a   b   c  \\n", "the ^S reached the program")
+	})
+}
+
+// TestStoppedOutputRestarted: with flow control turned on by a command
+// (`stty ixon`), a ^S typed to it stops the terminal's output, as on any
+// terminal, and its next write blocks until it is cancelled; the next
+// command's output flows again. Before, every later command blocked in
+// its first write and the session hung.
 func TestStoppedOutputRestarted(t *testing.T) {
 	inEachShell(t, func(t *testing.T, s *Session) {
 		// sh -c: the write that blocks is another process's, which a
 		// SIGINT to the command ends whatever the shell.
-		j, err := s.Start(Command{Text: `sh -c 'read x; echo got $x'`}, &splitSink{})
+		k := &splitSink{}
+		j, err := s.Start(Command{Text: `stty ixon; echo ready; sh -c 'read x; echo got $x'`}, k)
 		require.NoError(t, err)
+		waitOutput(t, k, "ready\n") // ^S typed before `stty ixon` is a character
 		require.NoError(t, s.WriteInput([]byte("\x13abc\n")))
 		select {
 		case <-j.Done():
@@ -152,7 +175,7 @@ func TestStoppedOutputRestarted(t *testing.T) {
 		_, err = j.Signal(unix.SIGKILL)
 		require.NoError(t, err)
 		waitJob(t, j)
-		k := &splitSink{}
+		k = &splitSink{}
 		j, err = s.Start(Command{Text: "echo next"}, k)
 		require.NoError(t, err)
 		waitJob(t, j)
@@ -163,6 +186,24 @@ func TestStoppedOutputRestarted(t *testing.T) {
 	})
 }
 
+// TestSuspendedOutputRestarted: a program that suspends the terminal's
+// output (tcflow TCOOFF) and exits leaves it suspended, which turning
+// IXON off does not undo; the next command's output flows again.
+func TestSuspendedOutputRestarted(t *testing.T) {
+	needTool(t, "python3")
+	m := newManager(t)
+	s, err := m.Create(Config{})
+	require.NoError(t, err)
+	_, _, st := run2(t, s, `python3 -c 'import termios; termios.tcflow(0, termios.TCOOFF)'`)
+	require.Equal(t, 0, st.ExitCode)
+	k := &splitSink{}
+	j, err := s.Start(Command{Text: "echo next"}, k)
+	require.NoError(t, err)
+	waitJob(t, j)
+	out, _ := k.get()
+	assert.Equal(t, "next\n", out)
+}
+
 // TestRestoreWaitsForNoWriter: a background process blocked writing to a
 // terminal whose output was stopped holds the terminal's write lock; the
 // next command must start anyway. With TCSETSF (which takes that lock)
@@ -171,13 +212,15 @@ func TestRestoreWaitsForNoWriter(t *testing.T) {
 	m := newManager(t)
 	s, err := m.Create(Config{})
 	require.NoError(t, err)
-	j, err := s.Start(Command{Text: "sh -c 'sleep 0.3; echo late' & read x"}, &splitSink{})
+	k := &splitSink{}
+	j, err := s.Start(Command{Text: "stty ixon; echo ready; sh -c 'sleep 0.3; echo late' & read x"}, k)
 	require.NoError(t, err)
+	waitOutput(t, k, "ready\n")
 	require.NoError(t, s.WriteInput([]byte("\x13abc\n")))
 	waitJob(t, j)
 	time.Sleep(600 * time.Millisecond) // the background echo is blocked now
 	started := make(chan error, 1)
-	k := &splitSink{}
+	k = &splitSink{}
 	go func() {
 		j, err := s.Start(Command{Text: "echo next"}, k)
 		if err == nil {

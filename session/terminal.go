@@ -43,6 +43,12 @@ func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
 		// that a typed control key does not print as ^X.
 		t.Lflag |= unix.ECHO | unix.ECHOE | unix.ECHOK
 		t.Lflag &^= unix.ECHONL | unix.ECHOCTL
+		// No XON/XOFF flow control (IXON off, as `stty -ixon`): nobody
+		// watches this terminal to type ^Q, so a C-s sent to a program in
+		// cooked mode would freeze its output; it reaches the program
+		// as a character instead. A program that turns IXON on gets it,
+		// and restoreTerminal restarts output such a ^S stopped.
+		t.Iflag &^= unix.IXON
 		t.Oflag &^= unix.ONLCR
 		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, t); e != nil {
 			ioErr = e
@@ -82,10 +88,13 @@ func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
 //     "y" answering a later `rm -i` (TestUnreadInputDiscarded). Input can
 //     reach a command only once it runs (exec.input needs a running
 //     command), so nothing meant for the command being started is lost;
-//   - output stopped by a typed ^S (IXON) is started again (TCXONC off,
-//     then on: "on" alone only undoes an earlier "off"). Otherwise every
-//     later command's output would block in write(2) and the session
-//     would hang (TestStoppedOutputRestarted).
+//   - stopped output is started again: restoring the modes turns IXON
+//     off, which restarts output a ^S stopped while a command had it on
+//     (TestStoppedOutputRestarted), and TCXONC off-then-on restarts
+//     output a program suspended with tcflow(TCOOFF) ("on" alone only
+//     undoes an "off", so the pair works whatever the state;
+//     TestSuspendedOutputRestarted). Otherwise every later command's
+//     output would block in write(2) and the session would hang.
 //
 // None of these waits for a writer. TCSETSF would flush input too, but it
 // first takes the terminal's write lock, which a process blocked writing
