@@ -287,6 +287,59 @@ func TestLineEditingStaysOff(t *testing.T) {
 	})
 }
 
+// slowTcsetpgrp is a preload library that makes a shell's forked child
+// wait 300 ms before it takes the terminal's foreground (tcsetpgrp): the
+// window a cancel can fall into on a loaded machine, held open.
+const slowTcsetpgrp = `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+int tcsetpgrp(int fd, pid_t pgrp) {
+	static int (*real)(int, pid_t);
+	if (!real) real = (int (*)(int, pid_t))dlsym(RTLD_NEXT, "tcsetpgrp");
+	if (getpid() != getsid(0)) usleep(300000);
+	return real(fd, pgrp);
+}
+`
+
+// TestCancelAsTheShellForks: a cancel that reaches the shell after it
+// forked the command but before the child took the terminal's foreground
+// interrupts the command, not the session. Before, the shell held the
+// interrupt while it waited for the child, and the watchdog ended the
+// session 5 s later (seen under load as a cancel answering
+// SESSION_EXITED). dash only: its child alone gives itself the terminal,
+// so the library holds exactly that window open; bash's parent does it
+// too, and there the delay lands elsewhere (see the closing note).
+func TestCancelAsTheShellForks(t *testing.T) {
+	needTool(t, "gcc")
+	dir := t.TempDir()
+	src, lib := filepath.Join(dir, "slow.c"), filepath.Join(dir, "slow.so")
+	require.NoError(t, os.WriteFile(src, []byte(slowTcsetpgrp), 0o600))
+	// Built in a session: this package's tests may not use os/exec.
+	gcc, err := newManager(t).Create(Config{})
+	require.NoError(t, err)
+	out, errOut, st := run2(t, gcc, "PATH=/usr/local/bin:/usr/bin:/bin gcc -shared -fPIC -o "+lib+" "+src+" -ldl")
+	require.Equal(t, 0, st.ExitCode, "gcc: %s%s", out, errOut)
+	if real, _ := filepath.EvalSymlinks("/bin/sh"); filepath.Base(real) != "dash" {
+		t.Skipf("/bin/sh is %s, not dash", real)
+	}
+	s, err := newManager(t).Create(Config{Shell: "/bin/sh", Env: map[string]string{"LD_PRELOAD": lib}})
+	require.NoError(t, err)
+	j, err := s.Start(Command{Text: "sleep 30"}, &splitSink{})
+	require.NoError(t, err)
+	time.Sleep(150 * time.Millisecond) // forked, not yet in the foreground
+	_, err = j.Signal(unix.SIGINT)
+	require.NoError(t, err)
+	select {
+	case <-j.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the cancel did not end the command")
+	}
+	assert.False(t, j.Status().Exited, "the cancel ended the session: %v", s.EndCause())
+	out, _, _ = run2(t, s, "echo usable")
+	assert.Equal(t, "usable\n", out)
+}
+
 // TestUnresponsiveShellRecoverableByCancel: a shell that ignores the
 // interrupts a cancel sends is ended after cancelGrace, with a cause,
 // rather than staying busy for ever (issue 10 item 3).

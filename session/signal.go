@@ -192,8 +192,42 @@ func (s *Session) interruptShell(job *Job) bool {
 	}
 	s.resync = true
 	s.watchInterrupt(job)
+	s.chaseForeground(job)
 	s.log.Debug().Msg("interrupted the shell")
 	return true
+}
+
+// chaseWindow is how long after interrupting the shell its line's next
+// command is watched for becoming the terminal's foreground group.
+const chaseWindow = time.Second
+
+// chaseForeground covers an interrupt that reached the shell just after it
+// forked the line's next command, before the child made itself the
+// terminal's foreground group: the shell, waiting for that child, holds
+// the interrupt until the child ends, and the child never gets it (a
+// cancel of `echo started; sleep 30` at that moment waited for the
+// watchdog, which ended the session). So for chaseWindow the foreground
+// is looked at every 10 ms while the line runs; once it is a command's
+// group, that group gets SIGINT too. Called with mu held.
+func (s *Session) chaseForeground(job *Job) {
+	until := time.Now().Add(chaseWindow)
+	var t *time.Timer
+	t = time.AfterFunc(10*time.Millisecond, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.job != job || s.closing || s.state == StateExited {
+			return
+		}
+		if pgrp, err := s.foreground(); err == nil && pgrp > 0 && pgrp != s.pid {
+			unix.Kill(-pgrp, unix.SIGINT)
+			s.log.Debug().Int("pgrp", pgrp).Msg("interrupted the command the shell started as it was interrupted")
+			return
+		}
+		if time.Now().Before(until) {
+			t.Reset(10 * time.Millisecond)
+		}
+	})
+	job.later = append(job.later, t)
 }
 
 // pendingControl is how many bytes wait unread on the control pipe.
