@@ -192,6 +192,14 @@ func (t *Terminal) Check(altScreen bool) (Status, error) {
 	}
 	s.Waiting = true
 	s.Reader = Reader{Pid: reader.pid, Comm: reader.st.comm}
+	// The modes read above may predate the wait: a program that turns
+	// echo off, prints its prompt and reads (getpass) may have done all
+	// three while its processes were being looked at, and was then
+	// reported as a line prompt. Now that it waits, its modes are settled.
+	if m, _, err := t.ioctls(false); err == nil {
+		s.Modes = m
+		modes = m
+	}
 	switch {
 	case altScreen:
 		s.Kind = KindTUI
