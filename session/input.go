@@ -85,17 +85,8 @@ func (s *Session) InputWait() (termwait.Status, error) {
 }
 
 // typedUnread reports whether the terminal holds input its program has not
-// read: TIOCINQ on the slave side.
-func (s *Session) typedUnread() bool {
-	if s.ptsRaw == nil {
-		return false
-	}
-	n, ierr := 0, error(nil)
-	if err := s.ptsRaw.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil {
-		return false
-	}
-	return ierr == nil && n > 0
-}
+// read (the slave side's queue).
+func (s *Session) typedUnread() bool { return pollpty.Unread(s.ptsRaw) }
 
 // InputModes returns what encoding keys for the terminal needs: the
 // erase and end-of-file characters (from its modes) and whether the

@@ -56,7 +56,7 @@ func (s *Session) Resize(rows, cols int) error {
 	}
 	s.cfg.Rows, s.cfg.Cols = rows, cols
 	s.scr.Resize(rows, cols)
-	if pg, err := s.foreground(); err == nil && pg > 0 && pg != s.pid {
+	if pg := s.commandGroup(); pg > 0 {
 		_ = unix.Kill(-pg, unix.SIGWINCH)
 	}
 	return nil

@@ -80,7 +80,7 @@ var ErrNoForeground = errors.New("no command is running")
 func (s *Session) Signal(job *Job, sig unix.Signal) (unix.Signal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.job != job || job == nil || s.closing || s.state == StateExited {
+	if !s.runs(job) {
 		return 0, ErrNoForeground
 	}
 	pgrp, err := s.foreground()
@@ -114,7 +114,7 @@ func (s *Session) recheck(job *Job, sent int, sig unix.Signal) {
 	job.after(30*time.Millisecond, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.job != job || s.closing || s.state == StateExited {
+		if !s.runs(job) {
 			return
 		}
 		pgrp, err := s.foreground()
@@ -150,14 +150,9 @@ func (s *Session) interruptSoon(job *Job) bool {
 	job.after(wait, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.job != job || s.closing || s.state == StateExited {
-			return
+		if !s.interruptCommand(job) {
+			s.interruptShell(job)
 		}
-		if pgrp, err := s.foreground(); err == nil && pgrp > 0 && pgrp != s.pid {
-			unix.Kill(-pgrp, unix.SIGINT)
-			return
-		}
-		s.interruptShell(job)
 	})
 	return true
 }
@@ -183,7 +178,7 @@ func (s *Session) interruptShell(job *Job) bool {
 		s.mu.Unlock()
 		time.Sleep(time.Millisecond)
 		s.mu.Lock()
-		if s.job != job || s.closing || s.state == StateExited {
+		if !s.runs(job) {
 			return false
 		}
 	}
@@ -215,15 +210,7 @@ func (s *Session) chaseForeground(job *Job) {
 	t = time.AfterFunc(10*time.Millisecond, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.job != job || s.closing || s.state == StateExited {
-			return
-		}
-		if pgrp, err := s.foreground(); err == nil && pgrp > 0 && pgrp != s.pid {
-			unix.Kill(-pgrp, unix.SIGINT)
-			s.log.Debug().Int("pgrp", pgrp).Msg("interrupted the command the shell started as it was interrupted")
-			return
-		}
-		if time.Now().Before(until) {
+		if !s.interruptCommand(job) && time.Now().Before(until) {
 			t.Reset(10 * time.Millisecond)
 		}
 	})
@@ -257,12 +244,44 @@ func (s *Session) started(seq int64) {
 	j.startedAt = time.Now()
 	if j.pendingINT {
 		j.pendingINT = false
-		if pgrp, err := s.foreground(); err == nil && pgrp > 0 && pgrp != s.pid {
+		if pgrp := s.commandGroup(); pgrp > 0 {
 			unix.Kill(-pgrp, unix.SIGINT)
 		} else {
 			s.interruptSoon(j)
 		}
 	}
+}
+
+// runs reports whether job is the line the shell runs now and the session
+// is not closing: only then may a signal be sent on its behalf. Called
+// with mu held.
+func (s *Session) runs(job *Job) bool {
+	return job != nil && s.job == job && !s.closing && s.state != StateExited
+}
+
+// commandGroup is the terminal's foreground group when a command holds it,
+// 0 when the shell does (a builtin runs, or it is between commands) or
+// the terminal cannot say.
+func (s *Session) commandGroup() int {
+	if pgrp, err := s.foreground(); err == nil && pgrp > 0 && pgrp != s.pid {
+		return pgrp
+	}
+	return 0
+}
+
+// interruptCommand sends SIGINT to the command that holds the terminal for
+// job. It reports whether that settles it: the job no longer runs, or its
+// command got the signal; false means the shell holds the terminal.
+// Called with mu held.
+func (s *Session) interruptCommand(job *Job) bool {
+	if !s.runs(job) {
+		return true
+	}
+	if pgrp := s.commandGroup(); pgrp > 0 {
+		unix.Kill(-pgrp, unix.SIGINT)
+		return true
+	}
+	return false
 }
 
 // foreground is the terminal's foreground process group.
