@@ -7,8 +7,8 @@
 // slows a command, and one that falls behind is repainted from the
 // screen), and the asciicast recordings of --record.
 //
-// It reads sessions through the method table (protocol.Handler) and
-// watches a session's terminal through Sessions (the runtime).
+// It reads sessions and commands through trl's typed API (protocol.API)
+// and watches a session's terminal through Sessions (the runtime).
 package console
 
 import (
@@ -36,8 +36,8 @@ type Sessions interface {
 
 // Options configure a Console.
 type Options struct {
-	// Handler is the method table (session.list, exec.list, exec.read).
-	Handler protocol.Handler
+	// API is trl's typed API (session.list, exec.list, exec.read).
+	API protocol.API
 	// Sessions gives the console a session's terminal.
 	Sessions Sessions
 	// Write lets a person type into sessions (--console-write); read-only
@@ -172,36 +172,50 @@ func (c *Console) loginURL(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"url": c.LoginURL(scheme + "://" + r.Host)})
 }
 
-// call runs one method of the table for the console.
-func (c *Console) call(ctx context.Context, method string, params any) (any, error) {
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	reply, err := c.opts.Handler.Handle(ctx, &protocol.Call{Method: method, Params: raw, Actor: "console"})
-	if err != nil {
-		return nil, err
-	}
-	return reply.Data, nil
+// caller marks the console's calls for the metrics and the audit log.
+func caller(r *http.Request) context.Context {
+	return protocol.WithCaller(r.Context(), protocol.Caller{Transport: "console", Actor: "console"})
 }
 
 // sessions lists the sessions with the command each runs.
 func (c *Console) sessions(w http.ResponseWriter, r *http.Request) {
-	list, err := c.call(r.Context(), protocol.MethodSessionList, map[string]any{})
+	ctx := caller(r)
+	list, err := c.opts.API.SessionList(ctx, protocol.SessionListParams{})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	cmds, err := c.call(r.Context(), protocol.MethodExecList, map[string]any{})
+	cmds, err := c.opts.API.ExecList(ctx, protocol.ExecListParams{})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": list, "commands": cmds, "write": c.opts.Write})
+	writeJSON(w, http.StatusOK, sessionsPage{Sessions: list, Commands: cmds, Write: c.opts.Write})
+}
+
+// sessionsPage is /console/api/sessions' answer.
+type sessionsPage struct {
+	Sessions protocol.SessionListResult `json:"sessions"`
+	Commands protocol.ExecList          `json:"commands"`
+	Write    bool                       `json:"write"`
 }
 
 // transcriptLimit bounds each stream of each command in a transcript.
 const transcriptLimit = 64 << 10
+
+// transcriptEntry is one command of a transcript: its summary and its
+// output (each stream cut to transcriptLimit, rendered as text).
+type transcriptEntry struct {
+	protocol.ExecSummary
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+}
+
+// transcript is /console/api/commands' answer.
+type transcript struct {
+	SessionID string            `json:"session_id"`
+	Commands  []transcriptEntry `json:"commands"`
+}
 
 // commands is a session's transcript: each command kept, with its exit
 // code, duration and output.
@@ -211,36 +225,32 @@ func (c *Console) commands(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "session is required"})
 		return
 	}
-	data, err := c.call(r.Context(), protocol.MethodExecList, map[string]any{"session_id": sid})
+	ctx := caller(r)
+	list, err := c.opts.API.ExecList(ctx, protocol.ExecListParams{SessionID: sid})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	list, _ := data.(protocol.ExecList)
-	type entry struct {
-		protocol.ExecSummary
-		Stdout string `json:"stdout"`
-		Stderr string `json:"stderr"`
-	}
-	out := make([]entry, 0, len(list.Commands))
+	out := transcript{SessionID: sid, Commands: make([]transcriptEntry, 0, len(list.Commands))}
 	for _, cmd := range list.Commands {
-		e := entry{ExecSummary: cmd}
+		e := transcriptEntry{ExecSummary: cmd}
 		for _, stream := range []string{"stdout", "stderr"} {
-			d, err := c.call(r.Context(), protocol.MethodExecRead, map[string]any{"exec_id": cmd.ExecID, "stream": stream, "limit": transcriptLimit, "render": "text"})
+			page, err := c.opts.API.ExecRead(ctx, protocol.ExecReadParams{ExecID: cmd.ExecID, Stream: stream, Limit: transcriptLimit, Render: "text"})
 			if err != nil {
+				// A command that left the retained ones since the list:
+				// its output is gone, its summary stays.
+				c.opts.Logger.Debug().Err(err).Str("exec_id", cmd.ExecID).Msg("console: transcript output")
 				continue
 			}
-			m, _ := d.(map[string]any)
-			s, _ := m["data"].(string)
 			if stream == "stdout" {
-				e.Stdout = s
+				e.Stdout = page.Data
 			} else {
-				e.Stderr = s
+				e.Stderr = page.Data
 			}
 		}
-		out = append(out, e)
+		out.Commands = append(out.Commands, e)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session_id": sid, "commands": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -35,7 +35,7 @@ type harness struct {
 func newHarness(t *testing.T, write bool, recordDir string) *harness {
 	t.Helper()
 	rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
-	con := New(Options{Handler: rt, Sessions: rt, Write: write, BearerToken: token, RecordDir: recordDir, Logger: zerolog.Nop(), Audit: zerolog.Nop()})
+	con := New(Options{API: rt, Sessions: rt, Write: write, BearerToken: token, RecordDir: recordDir, Logger: zerolog.Nop(), Audit: zerolog.Nop()})
 	srv := httptest.NewServer(con)
 	t.Cleanup(func() {
 		srv.Close()
@@ -49,7 +49,7 @@ func newHarness(t *testing.T, write bool, recordDir string) *harness {
 func (h *harness) call(t *testing.T, method string, params any) map[string]any {
 	t.Helper()
 	raw, _ := json.Marshal(params)
-	reply, err := h.rt.Handle(context.Background(), &protocol.Call{Method: method, Params: raw, Actor: "test"})
+	reply, err := h.rt.Handle(context.Background(), &protocol.Call{Method: method, Params: raw})
 	require.NoError(t, err)
 	b, _ := json.Marshal(reply.Data)
 	var m map[string]any

@@ -31,7 +31,7 @@ const DefaultRecordLimit = 64 << 20
 type Recorder struct {
 	dir      string
 	limit    int64
-	handler  protocol.Handler
+	api      protocol.API
 	sessions Sessions
 	log      zerolog.Logger
 	poll     time.Duration
@@ -41,14 +41,14 @@ type Recorder struct {
 }
 
 // NewRecorder records into dir (made 0700 if missing).
-func NewRecorder(dir string, limit int64, h protocol.Handler, s Sessions, log zerolog.Logger) (*Recorder, error) {
+func NewRecorder(dir string, limit int64, api protocol.API, s Sessions, log zerolog.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("recordings directory: %w", err)
 	}
 	if limit <= 0 {
 		limit = DefaultRecordLimit
 	}
-	return &Recorder{dir: dir, limit: limit, handler: h, sessions: s, log: log, poll: 500 * time.Millisecond, recs: map[string]*recording{}}, nil
+	return &Recorder{dir: dir, limit: limit, api: api, sessions: s, log: log, poll: 500 * time.Millisecond, recs: map[string]*recording{}}, nil
 }
 
 // Run records until ctx ends, then closes every file.
@@ -67,11 +67,10 @@ func (r *Recorder) Run(ctx context.Context) {
 }
 
 func (r *Recorder) scan(ctx context.Context) {
-	reply, err := r.handler.Handle(ctx, &protocol.Call{Method: protocol.MethodSessionList, Params: []byte("{}"), Actor: "recorder"})
+	list, err := r.api.SessionList(recorderCtx(ctx), protocol.SessionListParams{})
 	if err != nil {
 		return
 	}
-	list, _ := reply.Data.(protocol.SessionListResult)
 	infos := list.Sessions
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -91,7 +90,7 @@ func (r *Recorder) scan(ctx context.Context) {
 		r.recs[in.SessionID] = rec
 	}
 	for id, rec := range r.recs {
-		rec.transcript(ctx, r.handler)
+		rec.transcript(ctx, r.api)
 		if _, err := r.sessions.Session(id); errors.Is(err, session.ErrNotFound) {
 			rec.close()
 			delete(r.recs, id)
@@ -197,8 +196,13 @@ func (rec *recording) lineLocked(p []byte) {
 	}
 }
 
+// recorderCtx marks the recorder's calls for the metrics and the audit log.
+func recorderCtx(ctx context.Context) context.Context {
+	return protocol.WithCaller(ctx, protocol.Caller{Transport: "recorder", Actor: "recorder"})
+}
+
 // transcript appends the commands that ended since the last look.
-func (rec *recording) transcript(ctx context.Context, h protocol.Handler) {
+func (rec *recording) transcript(ctx context.Context, api protocol.API) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if rec.buf != nil {
@@ -209,11 +213,10 @@ func (rec *recording) transcript(ctx context.Context, h protocol.Handler) {
 	}
 	id := rec.cast.Name()
 	id = filepath.Base(id[:len(id)-len(".cast")])
-	reply, err := h.Handle(ctx, &protocol.Call{Method: protocol.MethodExecList, Params: []byte(`{"session_id":"` + id + `"}`), Actor: "recorder"})
+	list, err := api.ExecList(recorderCtx(ctx), protocol.ExecListParams{SessionID: id})
 	if err != nil {
 		return
 	}
-	list, _ := reply.Data.(protocol.ExecList)
 	for _, c := range list.Commands {
 		if c.State != "exited" || rec.written[c.ExecID] {
 			continue

@@ -2,17 +2,12 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/trl-project/trl/protocol"
 )
-
-// busyRetry is how often a call retries a session that is still busy with
-// the end of an earlier call (one the gateway gave up waiting for).
-const busyRetry = 50 * time.Millisecond
 
 // budget splits a call's timeout: the command is interrupted at cmdBy, and
 // the answer goes out by answerBy at the latest, so that it reaches the
@@ -61,6 +56,7 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 	cmdBy, answerBy := budget(arrived, timeout)
 	ctx, cancel := context.WithDeadline(g.ctx, answerBy)
 	defer cancel()
+	ctx = protocol.WithCaller(ctx, protocol.Caller{Transport: "gateway", Actor: actor})
 
 	s, err := g.acquire(ctx, req.TenantID, req.WorkspaceID, req.SessionID)
 	if err != nil {
@@ -68,30 +64,27 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 	}
 	defer g.release(s)
 
-	reply, err := g.startStream(ctx, s, cmd, stdin, cmdBy, actor)
+	started, follow, err := g.startStream(ctx, s, cmd, stdin, cmdBy)
 	if err != nil {
 		return g.notRun(err, "waiting for this session to be free")
 	}
 	out := newCollector(g.opts.MaxOutputBytes, updateInterval)
 	var exit *protocol.ExitNotification
 	emit := func(method string, params any) error {
-		switch method {
-		case protocol.NotifyExecOutput:
-			var n protocol.OutputNotification
-			if err := as(params, &n); err != nil {
-				return err
-			}
+		switch n := params.(type) {
+		case protocol.OutputNotification:
 			out.add(n.Stream, n.Data, n.LostBytes, g.opts.now())
-		case protocol.NotifyExecExit:
-			exit = &protocol.ExitNotification{}
-			return as(params, exit)
+		case protocol.ExitNotification:
+			exit = &n
+		default:
+			return fmt.Errorf("gateway: unexpected %s notification of type %T", method, params)
 		}
 		return nil
 	}
 	fctx, stopFollow := context.WithCancel(ctx)
 	defer stopFollow()
-	stopWatch, prompt := g.watchInput(fctx, reply, cmdBy, actor, stopFollow)
-	ferr := reply.Follow(fctx, emit)
+	stopWatch, prompt := g.watchInput(fctx, started.ExecID, cmdBy, stopFollow)
+	ferr := follow(fctx, emit)
 	stopWatch()
 	output := out.output()
 	ms := timeout.Milliseconds()
@@ -134,82 +127,75 @@ const CodeCommandWaitingInput = "COMMAND_WAITING_INPUT"
 // terminal input (exec.wait until "input"); when it does, it interrupts
 // the command and calls stop. The returned stop ends the watch; prompt
 // says what the command waited for (nil: it did not).
-func (g *Gateway) watchInput(ctx context.Context, reply *protocol.Reply, cmdBy time.Time, actor string, stopFollow func()) (stop func(), prompt func() *protocol.InputWait) {
-	var id string
-	if started, ok := reply.Data.(protocol.ExecStreamStarted); ok {
-		id = started.ExecID
-	}
+func (g *Gateway) watchInput(ctx context.Context, id string, cmdBy time.Time, stopFollow func()) (stop func(), prompt func() *protocol.InputWait) {
 	var in *protocol.InputWait
-	if id == "" {
-		return func() {}, func() *protocol.InputWait { return nil }
-	}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ms := max(time.Until(cmdBy).Milliseconds(), 1)
-		params, _ := json.Marshal(map[string]any{"exec_id": id, "until": []string{"input"}, "timeout_ms": min(ms, 600_000)})
-		r, err := g.h.Handle(wctx, &protocol.Call{Method: protocol.MethodExecWait, Params: params, Actor: actor})
-		if err != nil || r == nil {
-			return
-		}
-		st, ok := r.Data.(protocol.ExecStatus)
-		if !ok || st.State != protocol.StateWaitingInput || wctx.Err() != nil {
+		ms := min(max(time.Until(cmdBy).Milliseconds(), 1), 600_000)
+		st, err := g.api.ExecWait(wctx, protocol.ExecWaitParams{ExecID: id, Until: &[]string{"input"}, TimeoutMS: &ms})
+		if err != nil || st.State != protocol.StateWaitingInput || wctx.Err() != nil {
 			return
 		}
 		in = st.Input
-		cp, _ := json.Marshal(map[string]any{"exec_id": id})
-		_, _ = g.h.Handle(context.WithoutCancel(ctx), &protocol.Call{Method: protocol.MethodExecCancel, Params: cp, Actor: actor})
+		_, _ = g.api.ExecCancel(context.WithoutCancel(ctx), protocol.ExecCancelParams{ExecID: id})
 		stopFollow()
 	}()
 	return func() { cancel(); <-done }, func() *protocol.InputWait { return in }
 }
 
 // startStream starts cmd with exec.stream in the slot's session, creating
-// the session when it does not exist or its shell has ended, and retrying
-// while it is busy until ctx ends.
-func (g *Gateway) startStream(ctx context.Context, s *slot, cmd, stdin string, cmdBy time.Time, actor string) (*protocol.Reply, error) {
+// the session when it does not exist or its shell has ended. While the
+// session is busy with the end of an earlier call (one the gateway gave
+// up waiting for), it waits for that command's exit (exec.wait) and tries
+// again, until ctx ends.
+func (g *Gateway) startStream(ctx context.Context, s *slot, cmd, stdin string, cmdBy time.Time) (protocol.ExecStreamStarted, protocol.Follow, error) {
 	created := false
 	for {
 		left := time.Until(cmdBy)
 		if left <= 0 {
-			return nil, context.DeadlineExceeded
+			return protocol.ExecStreamStarted{}, nil, context.DeadlineExceeded
 		}
-		params, _ := json.Marshal(protocol.ExecParams{SessionID: s.name, Command: &cmd, Stdin: &stdin, TimeoutS: ptr(left.Seconds())})
-		reply, err := g.h.Handle(ctx, &protocol.Call{Method: protocol.MethodExecStream, Params: params, Actor: actor})
+		started, follow, err := g.api.ExecStream(ctx, protocol.ExecParams{SessionID: s.name, Command: &cmd, Stdin: &stdin, TimeoutS: ptr(left.Seconds())})
 		if err == nil {
 			g.setLive(s, true)
-			if reply == nil || reply.Follow == nil {
-				return nil, protocol.Errorf(protocol.CodeInternal, "exec.stream answered without a stream")
-			}
-			return reply, nil
+			return started, follow, nil
 		}
-		switch protocol.AsError(err).Code {
+		pe := protocol.AsError(err)
+		switch pe.Code {
 		case protocol.CodeSessionNotFound, protocol.CodeSessionExited:
 			if created {
-				return nil, err
+				return started, nil, err
 			}
-			if err := g.createSession(ctx, s, actor); err != nil {
-				return nil, err
+			if err := g.createSession(ctx, s); err != nil {
+				return started, nil, err
 			}
 			created = true
 		case protocol.CodeSessionBusy:
-			select {
-			case <-time.After(busyRetry):
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			running, ok := pe.Data.(protocol.ExecSummary)
+			if !ok {
+				return started, nil, err
+			}
+			ms := min(max(time.Until(cmdBy).Milliseconds(), 1), 600_000)
+			if _, err := g.api.ExecWait(ctx, protocol.ExecWaitParams{ExecID: running.ExecID, Until: &[]string{}, TimeoutMS: &ms}); err != nil && ctx.Err() == nil && protocol.AsError(err).Code != protocol.CodeStreamNotFound {
+				return started, nil, err
+			}
+			if ctx.Err() != nil {
+				return started, nil, ctx.Err()
 			}
 		default:
-			return nil, err
+			return started, nil, err
 		}
 	}
 }
 
 // createSession creates the slot's session (replacing one whose shell has
 // ended). A name already taken means another creator won; that is fine.
-func (g *Gateway) createSession(ctx context.Context, s *slot, actor string) error {
-	params, _ := json.Marshal(protocol.SessionCreateParams{Name: s.name, Shell: g.opts.Shell, WorkingDir: g.opts.WorkingDir})
-	_, err := g.h.Handle(ctx, &protocol.Call{Method: protocol.MethodSessionCreate, Params: params, Actor: actor, IsolationKey: s.tenant})
+func (g *Gateway) createSession(ctx context.Context, s *slot) error {
+	c := protocol.CallerFrom(ctx)
+	c.IsolationKey = s.tenant
+	_, err := g.api.SessionCreate(protocol.WithCaller(ctx, c), protocol.SessionCreateParams{Name: s.name, Shell: g.opts.Shell, WorkingDir: g.opts.WorkingDir})
 	if err != nil {
 		return err
 	}
@@ -230,24 +216,6 @@ func (g *Gateway) notRun(err error, waiting string) ([]byte, bool) {
 	pe := protocol.AsError(err)
 	keep := pe.Code == protocol.CodeInvalidParams
 	return encode(failure(string(pe.Code), "%s", pe.Message)), keep
-}
-
-// as converts a notification's params into dst: directly when the method
-// table passed the protocol type, through JSON otherwise.
-func as[T any](params any, dst *T) error {
-	switch p := params.(type) {
-	case T:
-		*dst = p
-		return nil
-	case *T:
-		*dst = *p
-		return nil
-	}
-	b, err := json.Marshal(params)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, dst)
 }
 
 func ptr[T any](v T) *T { return &v }

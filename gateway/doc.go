@@ -1,8 +1,8 @@
 // Package gateway is the docker-runner adapter of seed 000: it accepts a
 // gateway's POST /execute ({"call","ctx","target"}), validates it, and runs
-// the tool through the method table — protocol.Handler calls only
-// (session.create, exec.stream, session.destroy), never the session or exec
-// packages — answering with a ToolResult, or the wrapped form with updates
+// the tool through trl's typed API — protocol.API calls only
+// (SessionCreate, ExecStream, ExecWait, ExecCancel, SessionDestroy), never
+// the session or exec packages — answering with a ToolResult, or the wrapped form with updates
 // when output came over time.
 //
 // It owns the mapping from (target.tenantId, target.workspaceId,

@@ -109,7 +109,7 @@ var ErrClosed = errors.New("gateway: closed")
 // table. It is an http.Handler; authentication is the caller's (the HTTP
 // transport's) business.
 type Gateway struct {
-	h       protocol.Handler
+	api     protocol.API
 	opts    Options
 	log     zerolog.Logger
 	results *memoStore
@@ -128,10 +128,10 @@ type Gateway struct {
 
 // New returns a Gateway that runs tools through h, and starts its reaper of
 // idle sessions; Close stops it.
-func New(h protocol.Handler, opts Options) *Gateway {
+func New(api protocol.API, opts Options) *Gateway {
 	opts.defaults()
 	g := &Gateway{
-		h:       h,
+		api:     api,
 		opts:    opts,
 		log:     opts.Logger,
 		results: newMemoStore(opts.ResultTTL, opts.MaxResults, opts.MaxResultBytes),

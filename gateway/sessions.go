@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"time"
 
 	"github.com/trl-project/trl/protocol"
@@ -121,8 +120,8 @@ func (g *Gateway) reapIdle() {
 	g.mu.Unlock()
 	for i, s := range idle {
 		s.sem <- struct{}{} // free: it had no users
-		params, _ := json.Marshal(protocol.SessionDestroyParams{SessionID: s.name, Force: true})
-		_, err := g.h.Handle(g.ctx, &protocol.Call{Method: protocol.MethodSessionDestroy, Params: params, Actor: "gateway reaper"})
+		ctx := protocol.WithCaller(g.ctx, protocol.Caller{Transport: "gateway", Actor: "gateway reaper"})
+		_, err := g.api.SessionDestroy(ctx, protocol.SessionDestroyParams{SessionID: s.name, Force: true})
 		gone := err == nil || protocol.AsError(err).Code == protocol.CodeSessionNotFound
 		if gone {
 			g.log.Info().Str("session", s.name).Dur("idle", idleFor[i]).Msg("gateway: destroyed an idle session")

@@ -80,7 +80,8 @@ func (s *server) call(ctx context.Context, method string, params any) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	reply, err := s.h.Handle(ctx, &protocol.Call{Method: method, Params: raw, Actor: "mcp"})
+	ctx = protocol.WithCaller(ctx, protocol.Caller{Transport: "mcp", Actor: "mcp"})
+	reply, err := s.h.Handle(ctx, &protocol.Call{Method: method, Params: raw})
 	if err != nil {
 		return nil, err
 	}

@@ -198,5 +198,5 @@ func TestProgressAndCancellation(t *testing.T) {
 }
 
 func mustCall(method string) *protocol.Call {
-	return &protocol.Call{Method: method, Params: json.RawMessage(`{}`), Actor: "test"}
+	return &protocol.Call{Method: method, Params: json.RawMessage(`{}`)}
 }

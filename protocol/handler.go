@@ -17,16 +17,10 @@ type Handler interface {
 }
 
 // Call is one request as the method table sees it: no bytes, no dialect.
+// Who asked travels in the context (WithCaller).
 type Call struct {
 	Method string
 	Params json.RawMessage
-	// Actor names who asked, for the audit log: the socket peer's uid and
-	// pid, or an HTTP remote address.
-	Actor string
-	// IsolationKey is set only by in-process callers (the gateway, with
-	// its tenant and workspace), never from the wire: under `trl serve
-	// --isolate`, sessions created with one key share one uid.
-	IsolationKey string
 }
 
 // Reply is a successful answer.
@@ -36,7 +30,7 @@ type Reply struct {
 	// the request's notifications through emit until it is done or ctx
 	// ends. ctx ends when the client goes away; what Follow watches (a
 	// running command) goes on regardless.
-	Follow func(ctx context.Context, emit Emitter) error
+	Follow Follow
 }
 
 // Emitter sends one notification to the client that made the request.
@@ -61,6 +55,10 @@ func DecodeParams(raw json.RawMessage, dst any) error {
 }
 
 func paramsError(err error) *Error {
+	var own *Error
+	if errors.As(err, &own) {
+		return own // a type's own UnmarshalJSON said what was wrong
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field

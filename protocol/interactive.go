@@ -120,15 +120,15 @@ func (it *InputItem) UnmarshalJSON(b []byte) error {
 // ExecInputParams are exec.input's parameters. Input is a string or a
 // list of items.
 type ExecInputParams struct {
-	ExecID         string          `json:"exec_id"`
-	SessionID      string          `json:"session_id"`
-	Input          json.RawMessage `json:"input"`
-	YieldMS        *int64          `json:"yield_ms"`
-	Until          *[]string       `json:"until"`
-	RequireWaiting bool            `json:"require_waiting"`
-	Secret         bool            `json:"secret"`
-	MaxOutputBytes *int64          `json:"max_output_bytes"`
-	Render         string          `json:"render"`
+	ExecID         string    `json:"exec_id"`
+	SessionID      string    `json:"session_id"`
+	Input          InputList `json:"input"`
+	YieldMS        *int64    `json:"yield_ms"`
+	Until          *[]string `json:"until"`
+	RequireWaiting bool      `json:"require_waiting"`
+	Secret         bool      `json:"secret"`
+	MaxOutputBytes *int64    `json:"max_output_bytes"`
+	Render         string    `json:"render"`
 }
 
 // ExecWaitParams are exec.wait's parameters: ExecID (one id, or "any"),

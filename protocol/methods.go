@@ -1,7 +1,5 @@
 package protocol
 
-import "encoding/json"
-
 // Method names.
 const (
 	MethodSessionCreate  = "session.create"
@@ -103,9 +101,9 @@ type ExecResult struct {
 // ExecCancelParams are exec.cancel's parameters. Signal is a name such as
 // "SIGINT" or "TERM", or a number.
 type ExecCancelParams struct {
-	ExecID    string          `json:"exec_id"`
-	SessionID string          `json:"session_id"`
-	Signal    json.RawMessage `json:"signal"`
+	ExecID    string `json:"exec_id"`
+	SessionID string `json:"session_id"`
+	Signal    Signal `json:"signal"`
 }
 
 // OutputNotification is the params of an exec.output notification.

@@ -50,7 +50,7 @@ func TestDecodeParamsOK(t *testing.T) {
 	require.NoError(t, protocol.DecodeParams(json.RawMessage(`{"session_id":"s","signal":9}`), &c))
 	require.Equal(t, `9`, string(c.Signal))
 	require.NoError(t, protocol.DecodeParams(json.RawMessage(`{"session_id":"s","signal":"SIGINT"}`), &c))
-	require.Equal(t, `"SIGINT"`, string(c.Signal))
+	require.Equal(t, `SIGINT`, string(c.Signal))
 
 	// NUL and invalid UTF-8 decode (the latter as U+FFFD).
 	p = protocol.ExecParams{}

@@ -12,6 +12,27 @@ type ExecStreamStarted struct {
 	StreamID  string `json:"stream_id"`
 }
 
+// ExecReadParams are exec.read's parameters: the output of a command
+// named by StreamID (exec.stream) or ExecID, Stream "stdout" (the
+// default) or "stderr", from Offset, at most Limit bytes (0: 64 KiB).
+type ExecReadParams struct {
+	StreamID string `json:"stream_id"`
+	ExecID   string `json:"exec_id"`
+	Stream   string `json:"stream"`
+	Offset   int64  `json:"offset"`
+	Limit    int    `json:"limit"`
+	Render   string `json:"render"`
+}
+
+// ExecAttachParams are exec.attach's parameters: a stream named by
+// StreamID or ExecID, followed from Offset (stdout) and StderrOffset.
+type ExecAttachParams struct {
+	StreamID     string `json:"stream_id"`
+	ExecID       string `json:"exec_id"`
+	Offset       int64  `json:"offset"`
+	StderrOffset int64  `json:"stderr_offset"`
+}
+
 // ExecReadResult is exec.read's result: Length bytes of Stream from
 // Offset. LostBytes were between the asked offset and Offset and are no
 // longer kept. Complete says nothing more will come from this offset on.

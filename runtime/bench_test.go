@@ -20,7 +20,7 @@ func BenchmarkExecRunTrue(b *testing.B) {
 		defer cancel()
 		_ = rt.Shutdown(ctx)
 	}()
-	call := &protocol.Call{Method: protocol.MethodExecRun, Params: []byte(`{"command":"true"}`), Actor: "bench"}
+	call := &protocol.Call{Method: protocol.MethodExecRun, Params: []byte(`{"command":"true"}`)}
 	if _, err := rt.Handle(context.Background(), call); err != nil {
 		b.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestRegistrationRace(t *testing.T) {
 		{"exec.cancel", `{"session_id":"race","signal":"SIGCONT"}`},
 	} {
 		go func() {
-			call := &protocol.Call{Method: m.method, Params: []byte(m.params), Actor: "test"}
+			call := &protocol.Call{Method: m.method, Params: []byte(m.params)}
 			for {
 				select {
 				case <-stop:

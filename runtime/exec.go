@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -23,20 +21,6 @@ func (rt *Runtime) execSession(ref string) (*session.Session, error) {
 		return rt.sessions.Default()
 	}
 	return rt.sessions.Get(ref)
-}
-
-// checkEmptyRef refuses a session_id given as "": absent means the
-// default session, an empty string is a mistake (a variable that was not
-// set) and must not quietly run in default.
-func checkEmptyRef(ref string, raw json.RawMessage) error {
-	if ref != "" || !bytes.Contains(raw, []byte(`"session_id"`)) {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) == nil && string(m["session_id"]) == `""` {
-		return protocol.Errorf(protocol.CodeInvalidParams, "session_id is empty: give a session's id or name, or leave session_id out to use the session named \"default\"")
-	}
-	return nil
 }
 
 // execRequest turns exec params into a request for s.
@@ -90,62 +74,61 @@ func cut(s string, n int) string {
 	return s[:n]
 }
 
-func (rt *Runtime) execRun(ctx context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.ExecParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// ExecRun is the typed execRun.
+func (rt *Runtime) ExecRun(ctx context.Context, p protocol.ExecParams) (protocol.ExecStatus, error) {
+	return serve(rt, ctx, protocol.MethodExecRun, func() (protocol.ExecStatus, error) { return rt.execRun(ctx, p) })
+}
+
+func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol.ExecStatus, error) {
 	max := exec.DefaultMaxOutput
 	if p.MaxOutputBytes != nil {
 		if *p.MaxOutputBytes < 1 || *p.MaxOutputBytes > rt.opts.MaxOutputBytes {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes must be between 1 and %d", rt.opts.MaxOutputBytes)
+			return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes must be between 1 and %d", rt.opts.MaxOutputBytes)
 		}
 		max = int(*p.MaxOutputBytes)
 	}
 	if err := checkRender(p.Render); err != nil {
-		return nil, err
-	}
-	if err := checkEmptyRef(p.SessionID, call.Params); err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	s, err := rt.execSession(p.SessionID)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	r, err := execRequest(&p, s)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	u, err := parseUntil(p.Until)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	yield, err := yieldDuration(p.YieldMS, 0)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	coll := exec.NewCollector(max)
-	c, err := rt.launch(s, r, &command{id: session.NewID("x-", 8), method: call.Method, coll: coll, max: max}, func(c *command, x exec.Exit) {
-		rt.auditCommand(s, call.Actor, call.Method, r.Command, x, coll.Truncated())
+	actor := protocol.CallerFrom(ctx).Actor
+	c, err := rt.launch(s, r, &command{id: session.NewID("x-", 8), method: protocol.MethodExecRun, coll: coll, max: max}, func(c *command, x exec.Exit) {
+		rt.auditCommand(s, actor, protocol.MethodExecRun, r.Command, x, coll.Truncated())
 		act := c.watch.Activity()
-		recordCommand(call.Method, x, act.StdoutBytes, act.StderrBytes)
+		recordCommand(protocol.MethodExecRun, x, act.StdoutBytes, act.StderrBytes)
 	})
 	if err != nil {
-		return nil, rt.startError(s, err)
+		return protocol.ExecStatus{}, rt.startError(s, err)
 	}
 	// The command runs to its end even if the caller goes away: a shell
 	// cannot be left half-way through a command. Only a yield or an
 	// until event returns before the end (SPEC §8).
 	ev := rt.await(ctx, c, u, yield)
 	if rt.shuttingDown() {
-		return nil, session.ErrShuttingDown
+		return protocol.ExecStatus{}, session.ErrShuttingDown
 	}
 	if ev.reason != protocol.ReasonExit {
-		return &protocol.Reply{Data: rt.status(c, ev, p.Render, true)}, nil
+		return rt.status(c, ev, p.Render, true), nil
 	}
 	<-c.done
 	if rt.shuttingDown() {
-		return nil, session.ErrShuttingDown
+		return protocol.ExecStatus{}, session.ErrShuttingDown
 	}
 	rt.mu.Lock()
 	x, yielded := *c.exit, c.yielded
@@ -174,12 +157,12 @@ func (rt *Runtime) execRun(ctx context.Context, call *protocol.Call) (*protocol.
 	if p.Check {
 		switch {
 		case x.TimedOut:
-			return nil, &protocol.Error{Code: protocol.CodeCommandTimeout, Message: "command timed out after " + r.Timeout.String(), Data: res}
+			return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeCommandTimeout, Message: "command timed out after " + r.Timeout.String(), Data: res}
 		case x.ExitCode != 0:
-			return nil, &protocol.Error{Code: protocol.CodeCommandFailed, Message: "command exited with status " + strconv.Itoa(x.ExitCode), Data: res}
+			return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeCommandFailed, Message: "command exited with status " + strconv.Itoa(x.ExitCode), Data: res}
 		}
 	}
-	return &protocol.Reply{Data: res}, nil
+	return res, nil
 }
 
 // startError turns a refused start into the error a client sees: a busy
@@ -191,43 +174,45 @@ func (rt *Runtime) startError(s *session.Session, err error) error {
 	return err
 }
 
-func (rt *Runtime) execStream(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.ExecParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// ExecStream is the typed execStream; the Follow sends its notifications.
+func (rt *Runtime) ExecStream(ctx context.Context, p protocol.ExecParams) (protocol.ExecStreamStarted, protocol.Follow, error) {
+	var follow protocol.Follow
+	r, err := serve(rt, ctx, protocol.MethodExecStream, func() (r protocol.ExecStreamStarted, err error) {
+		r, follow, err = rt.execStream(ctx, p)
+		return r, err
+	})
+	return r, follow, err
+}
+
+func (rt *Runtime) execStream(ctx context.Context, p protocol.ExecParams) (protocol.ExecStreamStarted, protocol.Follow, error) {
 	if p.Render != "" && p.Render != "raw" {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "exec.stream sends raw bytes; render the chunks with exec.read's \"render\": \"text\"")
+		return protocol.ExecStreamStarted{}, nil, protocol.Errorf(protocol.CodeInvalidParams, "exec.stream sends raw bytes; render the chunks with exec.read's \"render\": \"text\"")
 	}
 	if p.MaxOutputBytes != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes applies to exec.run; a stream keeps a window of recent output instead")
-	}
-	if err := checkEmptyRef(p.SessionID, call.Params); err != nil {
-		return nil, err
+		return protocol.ExecStreamStarted{}, nil, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes applies to exec.run; a stream keeps a window of recent output instead")
 	}
 	s, err := rt.execSession(p.SessionID)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStreamStarted{}, nil, err
 	}
 	r, err := execRequest(&p, s)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStreamStarted{}, nil, err
 	}
 	st := rt.streams.New(s.ID())
-	_, err = rt.launch(s, r, &command{id: st.ID, method: call.Method, st: st, max: exec.DefaultMaxOutput}, func(_ *command, x exec.Exit) {
+	actor := protocol.CallerFrom(ctx).Actor
+	_, err = rt.launch(s, r, &command{id: st.ID, method: protocol.MethodExecStream, st: st, max: exec.DefaultMaxOutput}, func(_ *command, x exec.Exit) {
 		rt.streams.Finish(st, x)
-		rt.auditCommand(s, call.Actor, call.Method, r.Command, x, false)
-		recordStream(call.Method, st, x)
+		rt.auditCommand(s, actor, protocol.MethodExecStream, r.Command, x, false)
+		recordStream(protocol.MethodExecStream, st, x)
 	})
 	if err != nil {
 		rt.streams.Drop(st)
-		return nil, rt.startError(s, err)
+		return protocol.ExecStreamStarted{}, nil, rt.startError(s, err)
 	}
 	reader := st.NewReader(0, 0)
-	return &protocol.Reply{
-		Data:   protocol.ExecStreamStarted{StreamID: st.ID, SessionID: s.ID(), ExecID: st.ID},
-		Follow: func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) },
-	}, nil
+	return protocol.ExecStreamStarted{StreamID: st.ID, SessionID: s.ID(), ExecID: st.ID},
+		func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) }, nil
 }
 
 // follow sends a stream's output as exec.output notifications, then its
@@ -281,26 +266,18 @@ func bytesView(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-type readParams struct {
-	StreamID string `json:"stream_id"`
-	ExecID   string `json:"exec_id"`
-	Stream   string `json:"stream"`
-	Offset   int64  `json:"offset"`
-	Limit    int    `json:"limit"`
-	Render   string `json:"render"`
+// ExecRead is the typed execRead.
+func (rt *Runtime) ExecRead(ctx context.Context, p protocol.ExecReadParams) (protocol.ExecReadResult, error) {
+	return serve(rt, ctx, protocol.MethodExecRead, func() (protocol.ExecReadResult, error) { return rt.execRead(ctx, p) })
 }
 
-func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p readParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+func (rt *Runtime) execRead(ctx context.Context, p protocol.ExecReadParams) (protocol.ExecReadResult, error) {
 	var c *command
 	if p.StreamID == "" && p.ExecID != "" {
 		// An exec.run command's output, kept head and tail (SPEC §8).
 		var err error
 		if c, err = rt.lookupExec(p.ExecID); err != nil {
-			return nil, err
+			return protocol.ExecReadResult{}, err
 		}
 		if c.st != nil {
 			p.StreamID = c.st.ID
@@ -308,24 +285,24 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 	}
 	which, err := streamName(p.Stream)
 	if err != nil {
-		return nil, err
+		return protocol.ExecReadResult{}, err
 	}
 	if p.Offset < 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offset must not be negative")
+		return protocol.ExecReadResult{}, protocol.Errorf(protocol.CodeInvalidParams, "offset must not be negative")
 	}
 	if p.Limit == 0 {
 		p.Limit = 64 << 10
 	}
 	if p.Limit < 0 || p.Limit > 16<<20 {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "limit must be between 1 and %d bytes", 16<<20)
+		return protocol.ExecReadResult{}, protocol.Errorf(protocol.CodeInvalidParams, "limit must be between 1 and %d bytes", 16<<20)
 	}
 	if err := checkRender(p.Render); err != nil {
-		return nil, err
+		return protocol.ExecReadResult{}, err
 	}
 	if c != nil && c.coll != nil {
 		data, start, end := c.coll.Page(which, p.Offset, p.Limit)
 		if p.Offset > end {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "offset %d is past the end of %s (%d bytes so far)", p.Offset, which, end)
+			return protocol.ExecReadResult{}, protocol.Errorf(protocol.CodeInvalidParams, "offset %d is past the end of %s (%d bytes so far)", p.Offset, which, end)
 		}
 		text, _ := renderOutput(p.Render, data)
 		var lost int64
@@ -338,7 +315,7 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 			finished = true
 		default:
 		}
-		return &protocol.Reply{Data: protocol.ExecReadResult{
+		return protocol.ExecReadResult{
 			ExecID:    c.id,
 			Stream:    which.String(),
 			Data:      text,
@@ -346,22 +323,22 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 			Length:    len(data),
 			Complete:  finished && start+int64(len(data)) >= end,
 			LostBytes: lost,
-		}}, nil
+		}, nil
 	}
 	st, err := rt.stream(p.StreamID)
 	if err != nil {
-		return nil, err
+		return protocol.ExecReadResult{}, err
 	}
 	if out, errb := st.Totals(); (which == session.Stdout && p.Offset > out) || (which == session.Stderr && p.Offset > errb) {
 		total := out
 		if which == session.Stderr {
 			total = errb
 		}
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offset %d is past the end of %s (%d bytes so far)", p.Offset, which, total)
+		return protocol.ExecReadResult{}, protocol.Errorf(protocol.CodeInvalidParams, "offset %d is past the end of %s (%d bytes so far)", p.Offset, which, total)
 	}
 	data, start, lost, complete := st.ReadAt(which, p.Offset, p.Limit)
 	text, _ := renderOutput(p.Render, data)
-	return &protocol.Reply{Data: protocol.ExecReadResult{
+	return protocol.ExecReadResult{
 		StreamID:  st.ID,
 		Stream:    which.String(),
 		Data:      text,
@@ -369,7 +346,7 @@ func (rt *Runtime) execRead(_ context.Context, call *protocol.Call) (*protocol.R
 		Length:    len(data),
 		Complete:  complete,
 		LostBytes: lost,
-	}}, nil
+	}, nil
 }
 
 func (rt *Runtime) stream(id string) (*exec.Stream, error) {
@@ -389,63 +366,61 @@ func streamName(s string) (session.Stream, error) {
 	return 0, protocol.Errorf(protocol.CodeInvalidParams, "stream must be \"stdout\" or \"stderr\", got %q", clip(s, 32))
 }
 
-type attachParams struct {
-	StreamID     string `json:"stream_id"`
-	ExecID       string `json:"exec_id"`
-	Offset       int64  `json:"offset"`
-	StderrOffset int64  `json:"stderr_offset"`
+// ExecAttach is the typed execAttach; the Follow sends its notifications.
+func (rt *Runtime) ExecAttach(ctx context.Context, p protocol.ExecAttachParams) (protocol.ExecAttachResult, protocol.Follow, error) {
+	var follow protocol.Follow
+	r, err := serve(rt, ctx, protocol.MethodExecAttach, func() (r protocol.ExecAttachResult, err error) {
+		r, follow, err = rt.execAttach(ctx, p)
+		return r, err
+	})
+	return r, follow, err
 }
 
-func (rt *Runtime) execAttach(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p attachParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+func (rt *Runtime) execAttach(ctx context.Context, p protocol.ExecAttachParams) (protocol.ExecAttachResult, protocol.Follow, error) {
 	if p.StreamID == "" && p.ExecID != "" {
 		c, err := rt.lookupExec(p.ExecID)
 		if err != nil {
-			return nil, err
+			return protocol.ExecAttachResult{}, nil, err
 		}
 		if c.st == nil {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "exec.attach follows exec.stream commands; %s was started by exec.run: use exec.wait for its news and exec.read for its output", c.id)
+			return protocol.ExecAttachResult{}, nil, protocol.Errorf(protocol.CodeInvalidParams, "exec.attach follows exec.stream commands; %s was started by exec.run: use exec.wait for its news and exec.read for its output", c.id)
 		}
 		p.StreamID = c.st.ID
 	}
 	st, err := rt.stream(p.StreamID)
 	if err != nil {
-		return nil, err
+		return protocol.ExecAttachResult{}, nil, err
 	}
 	if p.Offset < 0 || p.StderrOffset < 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offsets must not be negative")
+		return protocol.ExecAttachResult{}, nil, protocol.Errorf(protocol.CodeInvalidParams, "offsets must not be negative")
 	}
 	if out, errb := st.Totals(); p.Offset > out || p.StderrOffset > errb {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offsets %d/%d are past the end of the output (%d/%d bytes so far)", p.Offset, p.StderrOffset, out, errb)
+		return protocol.ExecAttachResult{}, nil, protocol.Errorf(protocol.CodeInvalidParams, "offsets %d/%d are past the end of the output (%d/%d bytes so far)", p.Offset, p.StderrOffset, out, errb)
 	}
 	reader := st.NewReader(p.Offset, p.StderrOffset)
 	_, finished := st.Done()
-	return &protocol.Reply{
-		Data:   protocol.ExecAttachResult{StreamID: st.ID, SessionID: st.SessionID, Offset: p.Offset, StderrOffset: p.StderrOffset, Running: !finished},
-		Follow: func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) },
-	}, nil
+	return protocol.ExecAttachResult{StreamID: st.ID, SessionID: st.SessionID, Offset: p.Offset, StderrOffset: p.StderrOffset, Running: !finished},
+		func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) }, nil
 }
 
-func (rt *Runtime) execCancel(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.ExecCancelParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// ExecCancel is the typed execCancel.
+func (rt *Runtime) ExecCancel(ctx context.Context, p protocol.ExecCancelParams) (protocol.ExecCancelResult, error) {
+	return serve(rt, ctx, protocol.MethodExecCancel, func() (protocol.ExecCancelResult, error) { return rt.execCancel(ctx, p) })
+}
+
+func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) (protocol.ExecCancelResult, error) {
 	sig, err := parseSignal(p.Signal)
 	if err != nil {
-		return nil, err
+		return protocol.ExecCancelResult{}, err
 	}
 	var c *command
 	if p.ExecID != "" {
 		if c, err = rt.lookupExec(p.ExecID); err != nil {
-			return nil, err
+			return protocol.ExecCancelResult{}, err
 		}
 		select {
 		case <-c.done:
-			return &protocol.Reply{Data: protocol.ExecCancelResult{}}, nil
+			return protocol.ExecCancelResult{}, nil
 		default:
 		}
 	} else {
@@ -455,42 +430,40 @@ func (rt *Runtime) execCancel(_ context.Context, call *protocol.Call) (*protocol
 		}
 		s, err := rt.sessions.Get(ref)
 		if err != nil {
-			return nil, err
+			return protocol.ExecCancelResult{}, err
 		}
 		if c = rt.current(s); c == nil {
-			return &protocol.Reply{Data: protocol.ExecCancelResult{}}, nil
+			return protocol.ExecCancelResult{}, nil
 		}
 	}
 	sent, err := c.e.Cancel(sig)
 	if err == session.ErrNoForeground {
-		return &protocol.Reply{Data: protocol.ExecCancelResult{}}, nil
+		return protocol.ExecCancelResult{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return protocol.ExecCancelResult{}, err
 	}
-	return &protocol.Reply{Data: protocol.ExecCancelResult{Canceled: true, Signal: unix.SignalName(sent)}}, nil
+	return protocol.ExecCancelResult{Canceled: true, Signal: unix.SignalName(sent)}, nil
 }
 
 // parseSignal reads a signal given as a name ("SIGINT", "INT", case
 // ignored) or a number; absent means SIGINT.
-func parseSignal(raw []byte) (unix.Signal, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+func parseSignal(s protocol.Signal) (unix.Signal, error) {
+	if s == "" {
 		return unix.SIGINT, nil
 	}
-	s := string(raw)
-	if s[0] == '"' {
-		name, err := strconv.Unquote(s)
-		if err == nil {
-			name = strings.ToUpper(strings.TrimSpace(name))
-			if !strings.HasPrefix(name, "SIG") {
-				name = "SIG" + name
-			}
-			if sig := unix.SignalNum(name); sig != 0 {
-				return sig, nil
-			}
+	if n, err := strconv.Atoi(string(s)); err == nil {
+		if n >= 1 && n <= 64 {
+			return unix.Signal(n), nil
 		}
-	} else if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= 64 {
-		return unix.Signal(n), nil
+		return 0, protocol.Errorf(protocol.CodeInvalidParams, "signal %d is not a signal name (SIGINT, TERM, KILL, HUP, ...) or a number from 1 to 64", n)
 	}
-	return 0, protocol.Errorf(protocol.CodeInvalidParams, "signal %s is not a signal name (SIGINT, TERM, KILL, HUP, ...) or a number from 1 to 64", clip(s, 32))
+	name := strings.ToUpper(strings.TrimSpace(string(s)))
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	if sig := unix.SignalNum(name); sig != 0 {
+		return sig, nil
+	}
+	return 0, protocol.Errorf(protocol.CodeInvalidParams, "signal %s is not a signal name (SIGINT, TERM, KILL, HUP, ...) or a number from 1 to 64", clip(strconv.Quote(string(s)), 32))
 }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/trl-project/trl/exec"
@@ -105,33 +104,34 @@ func fillExit(st *protocol.ExecStatus, x exec.Exit) {
 	}
 }
 
-func (rt *Runtime) execInput(ctx context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.ExecInputParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// ExecInput is the typed execInput.
+func (rt *Runtime) ExecInput(ctx context.Context, p protocol.ExecInputParams) (protocol.ExecStatus, error) {
+	return serve(rt, ctx, protocol.MethodExecInput, func() (protocol.ExecStatus, error) { return rt.execInput(ctx, p) })
+}
+
+func (rt *Runtime) execInput(ctx context.Context, p protocol.ExecInputParams) (protocol.ExecStatus, error) {
 	items, err := inputItems(p.Input)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	u, err := parseUntil(p.Until)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	yield, err := yieldDuration(p.YieldMS, inputYield)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	if err := checkRender(p.Render); err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	c, err := rt.commandFor(p.ExecID, p.SessionID)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	if p.MaxOutputBytes != nil {
 		if *p.MaxOutputBytes < 1 || *p.MaxOutputBytes > rt.opts.MaxOutputBytes {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes must be between 1 and %d", rt.opts.MaxOutputBytes)
+			return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes must be between 1 and %d", rt.opts.MaxOutputBytes)
 		}
 		rt.mu.Lock()
 		c.max = int(*p.MaxOutputBytes)
@@ -139,16 +139,16 @@ func (rt *Runtime) execInput(ctx context.Context, call *protocol.Call) (*protoco
 	}
 	select {
 	case <-c.done:
-		return nil, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.id + " has ended; nothing was typed", Data: rt.status(c, event{reason: protocol.ReasonExit}, p.Render, false)}
+		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.id + " has ended; nothing was typed", Data: rt.status(c, event{reason: protocol.ReasonExit}, p.Render, false)}
 	default:
 	}
 	if p.RequireWaiting && rt.inputWait(c) == nil {
-		return nil, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.id + " is not waiting for input; nothing was typed (drop require_waiting to type anyway)", Data: rt.status(c, event{}, p.Render, false)}
+		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.id + " is not waiting for input; nothing was typed (drop require_waiting to type anyway)", Data: rt.status(c, event{}, p.Render, false)}
 	}
 	appCursor, paste, erase, eof := c.s.InputModes()
 	b, err := terminput.Encode(nil, items, terminput.Modes{AppCursor: appCursor, BracketedPaste: paste, Erase: erase, EOF: eof})
 	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "%v", err)
+		return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "%v", err)
 	}
 	rt.mu.Lock()
 	c.inputAt = time.Now()
@@ -159,11 +159,11 @@ func (rt *Runtime) execInput(ctx context.Context, call *protocol.Call) (*protoco
 		err = c.s.WriteInput(b)
 	}
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
-	rt.auditInput(c, call.Actor, items, len(b), p.Secret)
+	rt.auditInput(c, protocol.CallerFrom(ctx).Actor, items, len(b), p.Secret)
 	ev := rt.await(ctx, c, u, yield)
-	return &protocol.Reply{Data: rt.status(c, ev, p.Render, true)}, nil
+	return rt.status(c, ev, p.Render, true), nil
 }
 
 // commandFor finds the command exec.input addresses: by exec_id, or the
@@ -185,19 +185,9 @@ func (rt *Runtime) commandFor(id, sessionRef string) (*command, error) {
 
 // inputItems reads exec.input's input: a string, or a list of strings
 // and {"key"}, {"paste"}, {"eof"} objects.
-func inputItems(raw json.RawMessage) ([]terminput.Item, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+func inputItems(list protocol.InputList) ([]terminput.Item, error) {
+	if list == nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "input is required: a string, or a list such as [\"y\", {\"key\": \"Enter\"}]")
-	}
-	var list []protocol.InputItem
-	if raw[0] == '"' {
-		var one protocol.InputItem
-		if err := json.Unmarshal(raw, &one); err != nil {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "input: %v", err)
-		}
-		list = []protocol.InputItem{one}
-	} else if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "input must be a string or a list of strings and {\"key\"}, {\"paste\"}, {\"eof\": true} objects: %v", err)
 	}
 	items := make([]terminput.Item, 0, len(list))
 	for i, it := range list {
@@ -260,22 +250,23 @@ func (rt *Runtime) auditInput(c *command, actor string, items []terminput.Item, 
 	ev.Msg("input")
 }
 
-func (rt *Runtime) execWait(ctx context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.ExecWaitParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// ExecWait is the typed execWait.
+func (rt *Runtime) ExecWait(ctx context.Context, p protocol.ExecWaitParams) (protocol.ExecStatus, error) {
+	return serve(rt, ctx, protocol.MethodExecWait, func() (protocol.ExecStatus, error) { return rt.execWait(ctx, p) })
+}
+
+func (rt *Runtime) execWait(ctx context.Context, p protocol.ExecWaitParams) (protocol.ExecStatus, error) {
 	u, err := parseUntil(p.Until)
 	if err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	if err := checkRender(p.Render); err != nil {
-		return nil, err
+		return protocol.ExecStatus{}, err
 	}
 	timeout := waitTimeout
 	if p.TimeoutMS != nil {
 		if *p.TimeoutMS < 0 || *p.TimeoutMS > maxWaitTimeout.Milliseconds() {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "timeout_ms must be between 0 and %d", maxWaitTimeout.Milliseconds())
+			return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "timeout_ms must be between 0 and %d", maxWaitTimeout.Milliseconds())
 		}
 		timeout = time.Duration(*p.TimeoutMS) * time.Millisecond
 	}
@@ -284,35 +275,35 @@ func (rt *Runtime) execWait(ctx context.Context, call *protocol.Call) (*protocol
 	case p.ExecID == "any" && len(p.ExecIDs) == 0:
 		cs = rt.unreported()
 		if len(cs) == 0 {
-			return nil, protocol.Errorf(protocol.CodeInvalidState, "no command is running or has an exit not yet reported; nothing to wait for")
+			return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidState, "no command is running or has an exit not yet reported; nothing to wait for")
 		}
 	case p.ExecID != "" && len(p.ExecIDs) == 0:
 		c, err := rt.lookupExec(p.ExecID)
 		if err != nil {
-			return nil, err
+			return protocol.ExecStatus{}, err
 		}
 		cs = []*command{c}
 	case p.ExecID == "" && len(p.ExecIDs) > 0:
 		for _, id := range p.ExecIDs {
 			c, err := rt.lookupExec(id)
 			if err != nil {
-				return nil, err
+				return protocol.ExecStatus{}, err
 			}
 			cs = append(cs, c)
 		}
 	default:
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "give exec_id (an id, or \"any\") or exec_ids, not both")
+		return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "give exec_id (an id, or \"any\") or exec_ids, not both")
 	}
 	if len(cs) == 1 {
 		ev := rt.await(ctx, cs[0], u, max(timeout, time.Millisecond))
-		return &protocol.Reply{Data: rt.status(cs[0], ev, p.Render, true)}, nil
+		return rt.status(cs[0], ev, p.Render, true), nil
 	}
 	c, ev := rt.awaitAny(ctx, cs, u, timeout)
 	if c == nil {
 		// Nothing happened: the status of the first, carrying its news.
 		c = cs[0]
 	}
-	return &protocol.Reply{Data: rt.status(c, ev, p.Render, true)}, nil
+	return rt.status(c, ev, p.Render, true), nil
 }
 
 // unreported returns the running commands and the finished ones whose
@@ -329,16 +320,17 @@ func (rt *Runtime) unreported() []*command {
 	return append(cs, rt.runningLocked()...)
 }
 
-func (rt *Runtime) execList(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.ExecListParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// ExecList is the typed execList.
+func (rt *Runtime) ExecList(ctx context.Context, p protocol.ExecListParams) (protocol.ExecList, error) {
+	return serve(rt, ctx, protocol.MethodExecList, func() (protocol.ExecList, error) { return rt.execList(ctx, p) })
+}
+
+func (rt *Runtime) execList(ctx context.Context, p protocol.ExecListParams) (protocol.ExecList, error) {
 	var only *session.Session
 	if p.SessionID != "" {
 		s, err := rt.sessions.Get(p.SessionID)
 		if err != nil {
-			return nil, err
+			return protocol.ExecList{}, err
 		}
 		only = s
 	}
@@ -353,5 +345,5 @@ func (rt *Runtime) execList(_ context.Context, call *protocol.Call) (*protocol.R
 			out.Commands = append(out.Commands, rt.summary(c))
 		}
 	}
-	return &protocol.Reply{Data: out}, nil
+	return out, nil
 }

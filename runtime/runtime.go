@@ -8,7 +8,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/trl-project/trl/exec"
-	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/session"
 )
 
@@ -72,49 +71,6 @@ func New(opts Options) *Runtime {
 		rt.audit = *opts.Audit
 	}
 	return rt
-}
-
-type handlerFunc func(rt *Runtime, ctx context.Context, call *protocol.Call) (*protocol.Reply, error)
-
-var methods = map[string]handlerFunc{
-	protocol.MethodSessionCreate:  (*Runtime).sessionCreate,
-	protocol.MethodSessionList:    (*Runtime).sessionList,
-	protocol.MethodSessionInfo:    (*Runtime).sessionInfo,
-	protocol.MethodSessionDestroy: (*Runtime).sessionDestroy,
-	protocol.MethodExecRun:        (*Runtime).execRun,
-	protocol.MethodExecStream:     (*Runtime).execStream,
-	protocol.MethodExecRead:       (*Runtime).execRead,
-	protocol.MethodExecAttach:     (*Runtime).execAttach,
-	protocol.MethodExecCancel:     (*Runtime).execCancel,
-	protocol.MethodExecInput:      (*Runtime).execInput,
-	protocol.MethodExecWait:       (*Runtime).execWait,
-	protocol.MethodExecList:       (*Runtime).execList,
-	protocol.MethodSessionScreen:  (*Runtime).sessionScreen,
-	protocol.MethodSessionResize:  (*Runtime).sessionResize,
-	protocol.MethodSessionOutput:  (*Runtime).sessionOutput,
-	protocol.MethodSystemPing:     (*Runtime).systemPing,
-	protocol.MethodSystemStats:    (*Runtime).systemStats,
-}
-
-// Handle implements protocol.Handler.
-func (rt *Runtime) Handle(ctx context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	h, ok := methods[call.Method]
-	if !ok {
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q; methods are session.create, session.list, session.info, session.destroy, session.screen, session.resize, session.output, exec.run, exec.stream, exec.read, exec.attach, exec.cancel, exec.input, exec.wait, exec.list, system.ping, system.stats", clip(call.Method, 64))
-	}
-	rt.mu.Lock()
-	if rt.closing {
-		rt.mu.Unlock()
-		return nil, wireError(session.ErrShuttingDown)
-	}
-	rt.calls.Add(1)
-	rt.mu.Unlock()
-	defer rt.calls.Done()
-	reply, err := h(rt, ctx, call)
-	if err != nil {
-		return nil, wireError(err)
-	}
-	return reply, nil
 }
 
 // Shutdown refuses new calls, ends every session (and so every running

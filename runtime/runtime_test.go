@@ -38,7 +38,7 @@ func callJSON(t *testing.T, rt *Runtime, method string, params any) (map[string]
 	if params == nil {
 		raw = nil
 	}
-	reply, err := rt.Handle(context.Background(), &protocol.Call{Method: method, Params: raw, Actor: "test"})
+	reply, err := rt.Handle(context.Background(), &protocol.Call{Method: method, Params: raw})
 	if err != nil {
 		return nil, protocol.AsError(err)
 	}
@@ -59,7 +59,7 @@ func callAsync(rt *Runtime, method string, params any) <-chan asyncResult {
 			ch <- asyncResult{err: err}
 			return
 		}
-		reply, err := rt.Handle(context.Background(), &protocol.Call{Method: method, Params: raw, Actor: "test"})
+		reply, err := rt.Handle(context.Background(), &protocol.Call{Method: method, Params: raw})
 		if err != nil {
 			ch <- asyncResult{err: err}
 			return

@@ -32,23 +32,24 @@ func checkRender(mode string) error {
 // maxScrollback bounds scrollback_lines: more than any screen keeps.
 const maxScrollback = 100000
 
-func (rt *Runtime) sessionScreen(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.SessionScreenParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// SessionScreen is the typed sessionScreen.
+func (rt *Runtime) SessionScreen(ctx context.Context, p protocol.SessionScreenParams) (protocol.Screen, error) {
+	return serve(rt, ctx, protocol.MethodSessionScreen, func() (protocol.Screen, error) { return rt.sessionScreen(ctx, p) })
+}
+
+func (rt *Runtime) sessionScreen(ctx context.Context, p protocol.SessionScreenParams) (protocol.Screen, error) {
 	if p.Format != "" && p.Format != "text" && p.Format != "ansi" {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "format must be \"text\" or \"ansi\", got %q", clip(p.Format, 32))
+		return protocol.Screen{}, protocol.Errorf(protocol.CodeInvalidParams, "format must be \"text\" or \"ansi\", got %q", clip(p.Format, 32))
 	}
 	if p.ScrollbackLines < 0 || p.ScrollbackLines > maxScrollback {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "scrollback_lines must be between 0 and %d", maxScrollback)
+		return protocol.Screen{}, protocol.Errorf(protocol.CodeInvalidParams, "scrollback_lines must be between 0 and %d", maxScrollback)
 	}
 	s, err := rt.lookup(p.SessionID)
 	if err != nil {
-		return nil, err
+		return protocol.Screen{}, err
 	}
 	snap := s.Screen().Snapshot(screen.SnapshotOptions{ScrollbackLines: p.ScrollbackLines, Format: p.Format})
-	return &protocol.Reply{Data: wireScreen(snap)}, nil
+	return wireScreen(snap), nil
 }
 
 // wireScreen is a snapshot as the protocol carries it.
@@ -60,48 +61,50 @@ func wireScreen(s screen.Snapshot) protocol.Screen {
 	}
 }
 
-func (rt *Runtime) sessionResize(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.SessionResizeParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// SessionResize is the typed sessionResize.
+func (rt *Runtime) SessionResize(ctx context.Context, p protocol.SessionResizeParams) (protocol.SessionInfo, error) {
+	return serve(rt, ctx, protocol.MethodSessionResize, func() (protocol.SessionInfo, error) { return rt.sessionResize(ctx, p) })
+}
+
+func (rt *Runtime) sessionResize(ctx context.Context, p protocol.SessionResizeParams) (protocol.SessionInfo, error) {
 	if p.Rows == nil || p.Cols == nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "rows and cols are required, e.g. {\"rows\": 40, \"cols\": 120}")
+		return protocol.SessionInfo{}, protocol.Errorf(protocol.CodeInvalidParams, "rows and cols are required, e.g. {\"rows\": 40, \"cols\": 120}")
 	}
 	s, err := rt.lookup(p.SessionID)
 	if err != nil {
-		return nil, err
+		return protocol.SessionInfo{}, err
 	}
 	if err := s.Resize(*p.Rows, *p.Cols); err != nil {
-		return nil, err
+		return protocol.SessionInfo{}, err
 	}
-	return &protocol.Reply{Data: info(s)}, nil
+	return info(s), nil
 }
 
-func (rt *Runtime) sessionOutput(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.SessionOutputParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// SessionOutput is the typed sessionOutput.
+func (rt *Runtime) SessionOutput(ctx context.Context, p protocol.SessionOutputParams) (protocol.SessionOutput, error) {
+	return serve(rt, ctx, protocol.MethodSessionOutput, func() (protocol.SessionOutput, error) { return rt.sessionOutput(ctx, p) })
+}
+
+func (rt *Runtime) sessionOutput(ctx context.Context, p protocol.SessionOutputParams) (protocol.SessionOutput, error) {
 	if p.Offset < 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "offset must not be negative")
+		return protocol.SessionOutput{}, protocol.Errorf(protocol.CodeInvalidParams, "offset must not be negative")
 	}
 	if p.Limit == 0 {
 		p.Limit = 64 << 10
 	}
 	if p.Limit < 0 || p.Limit > 1<<20 {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "limit must be between 1 and %d bytes", 1<<20)
+		return protocol.SessionOutput{}, protocol.Errorf(protocol.CodeInvalidParams, "limit must be between 1 and %d bytes", 1<<20)
 	}
 	if err := checkRender(p.Render); err != nil {
-		return nil, err
+		return protocol.SessionOutput{}, err
 	}
 	s, err := rt.lookup(p.SessionID)
 	if err != nil {
-		return nil, err
+		return protocol.SessionOutput{}, err
 	}
 	c := s.Output(p.Offset, p.Limit)
 	data, _ := renderOutput(p.Render, c.Data)
-	return &protocol.Reply{Data: protocol.SessionOutput{
+	return protocol.SessionOutput{
 		SessionID: s.ID(), Data: data, Offset: c.Offset, Next: c.Next, LostBytes: c.Lost,
-	}}, nil
+	}, nil
 }

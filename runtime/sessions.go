@@ -12,37 +12,38 @@ import (
 // maxTimeoutS bounds every timeout a caller may give: one day.
 const maxTimeoutS = 86400
 
-func (rt *Runtime) sessionCreate(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.SessionCreateParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
-	cfg := session.Config{Shell: p.Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name, IsolationKey: call.IsolationKey}
+// SessionCreate is the typed sessionCreate.
+func (rt *Runtime) SessionCreate(ctx context.Context, p protocol.SessionCreateParams) (protocol.SessionInfo, error) {
+	return serve(rt, ctx, protocol.MethodSessionCreate, func() (protocol.SessionInfo, error) { return rt.sessionCreate(ctx, p) })
+}
+
+func (rt *Runtime) sessionCreate(ctx context.Context, p protocol.SessionCreateParams) (protocol.SessionInfo, error) {
+	cfg := session.Config{Shell: p.Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name, IsolationKey: protocol.CallerFrom(ctx).IsolationKey}
 	if p.TimeoutS != nil {
 		d, err := seconds("timeout_s", *p.TimeoutS)
 		if err != nil {
-			return nil, err
+			return protocol.SessionInfo{}, err
 		}
 		cfg.Timeout = d
 	}
 	if p.Rows != nil {
 		if *p.Rows <= 0 {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "rows must be between 1 and 1000")
+			return protocol.SessionInfo{}, protocol.Errorf(protocol.CodeInvalidParams, "rows must be between 1 and 1000")
 		}
 		cfg.Rows = *p.Rows
 	}
 	if p.Cols != nil {
 		if *p.Cols <= 0 {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "cols must be between 1 and 1000")
+			return protocol.SessionInfo{}, protocol.Errorf(protocol.CodeInvalidParams, "cols must be between 1 and 1000")
 		}
 		cfg.Cols = *p.Cols
 	}
 	s, err := rt.sessions.Create(cfg)
 	if err != nil {
-		return nil, err
+		return protocol.SessionInfo{}, err
 	}
-	rt.log.Info().Str("session", s.ID()).Str("actor", call.Actor).Msg("session.create")
-	return &protocol.Reply{Data: info(s)}, nil
+	rt.log.Info().Str("session", s.ID()).Str("actor", protocol.CallerFrom(ctx).Actor).Msg("session.create")
+	return info(s), nil
 }
 
 // seconds turns a timeout in seconds into a duration, refusing negative,
@@ -74,16 +75,18 @@ func info(s *session.Session) protocol.SessionInfo {
 	}
 }
 
-func (rt *Runtime) sessionList(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	if err := protocol.DecodeParams(call.Params, &struct{}{}); err != nil {
-		return nil, err
-	}
+// SessionList is the typed sessionList.
+func (rt *Runtime) SessionList(ctx context.Context, p protocol.SessionListParams) (protocol.SessionListResult, error) {
+	return serve(rt, ctx, protocol.MethodSessionList, func() (protocol.SessionListResult, error) { return rt.sessionList(ctx, p) })
+}
+
+func (rt *Runtime) sessionList(ctx context.Context, p protocol.SessionListParams) (protocol.SessionListResult, error) {
 	list := rt.sessions.List()
 	out := make([]protocol.SessionInfo, 0, len(list))
 	for _, s := range list {
 		out = append(out, info(s))
 	}
-	return &protocol.Reply{Data: protocol.SessionListResult{Sessions: out}}, nil
+	return protocol.SessionListResult{Sessions: out}, nil
 }
 
 // lookup resolves a required session_id.
@@ -94,37 +97,39 @@ func (rt *Runtime) lookup(ref string) (*session.Session, error) {
 	return rt.sessions.Get(ref)
 }
 
-func (rt *Runtime) sessionInfo(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.SessionRef
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// SessionInfo is the typed sessionInfo.
+func (rt *Runtime) SessionInfo(ctx context.Context, p protocol.SessionRef) (protocol.SessionInfo, error) {
+	return serve(rt, ctx, protocol.MethodSessionInfo, func() (protocol.SessionInfo, error) { return rt.sessionInfo(ctx, p) })
+}
+
+func (rt *Runtime) sessionInfo(ctx context.Context, p protocol.SessionRef) (protocol.SessionInfo, error) {
 	s, err := rt.lookup(p.SessionID)
 	if err != nil {
-		return nil, err
+		return protocol.SessionInfo{}, err
 	}
 	in := info(s)
 	if c := rt.current(s); c != nil {
 		sum := rt.summary(c)
 		in.Command = &sum
 	}
-	return &protocol.Reply{Data: in}, nil
+	return in, nil
 }
 
-func (rt *Runtime) sessionDestroy(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	var p protocol.SessionDestroyParams
-	if err := protocol.DecodeParams(call.Params, &p); err != nil {
-		return nil, err
-	}
+// SessionDestroy is the typed sessionDestroy.
+func (rt *Runtime) SessionDestroy(ctx context.Context, p protocol.SessionDestroyParams) (protocol.SessionDestroyed, error) {
+	return serve(rt, ctx, protocol.MethodSessionDestroy, func() (protocol.SessionDestroyed, error) { return rt.sessionDestroy(ctx, p) })
+}
+
+func (rt *Runtime) sessionDestroy(ctx context.Context, p protocol.SessionDestroyParams) (protocol.SessionDestroyed, error) {
 	if _, err := rt.lookup(p.SessionID); err != nil {
-		return nil, err
+		return protocol.SessionDestroyed{}, err
 	}
 	s, err := rt.sessions.Destroy(p.SessionID, p.Force)
 	if err != nil {
-		return nil, err
+		return protocol.SessionDestroyed{}, err
 	}
-	rt.log.Info().Str("session", s.ID()).Str("actor", call.Actor).Msg("session.destroy")
-	return &protocol.Reply{Data: protocol.SessionDestroyed{SessionID: s.ID(), Destroyed: true}}, nil
+	rt.log.Info().Str("session", s.ID()).Str("actor", protocol.CallerFrom(ctx).Actor).Msg("session.destroy")
+	return protocol.SessionDestroyed{SessionID: s.ID(), Destroyed: true}, nil
 }
 
 // Session returns a live session by id or name, for the web console,

@@ -11,21 +11,25 @@ import (
 	"github.com/trl-project/trl/protocol"
 )
 
-func (rt *Runtime) systemPing(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	if err := protocol.DecodeParams(call.Params, &struct{}{}); err != nil {
-		return nil, err
-	}
-	return &protocol.Reply{Data: protocol.PingResult{UptimeS: time.Since(rt.started).Seconds(), Version: Version}}, nil
+// SystemPing is the typed systemPing.
+func (rt *Runtime) SystemPing(ctx context.Context, p protocol.PingParams) (protocol.PingResult, error) {
+	return serve(rt, ctx, protocol.MethodSystemPing, func() (protocol.PingResult, error) { return rt.systemPing(ctx, p) })
 }
 
-func (rt *Runtime) systemStats(_ context.Context, call *protocol.Call) (*protocol.Reply, error) {
-	if err := protocol.DecodeParams(call.Params, &struct{}{}); err != nil {
-		return nil, err
-	}
+func (rt *Runtime) systemPing(ctx context.Context, p protocol.PingParams) (protocol.PingResult, error) {
+	return protocol.PingResult{UptimeS: time.Since(rt.started).Seconds(), Version: Version}, nil
+}
+
+// SystemStats is the typed systemStats.
+func (rt *Runtime) SystemStats(ctx context.Context, p protocol.StatsParams) (protocol.StatsResult, error) {
+	return serve(rt, ctx, protocol.MethodSystemStats, func() (protocol.StatsResult, error) { return rt.systemStats(ctx, p) })
+}
+
+func (rt *Runtime) systemStats(ctx context.Context, p protocol.StatsParams) (protocol.StatsResult, error) {
 	rt.mu.Lock()
 	running := len(rt.cmds) - len(rt.finished)
 	rt.mu.Unlock()
-	return &protocol.Reply{Data: protocol.StatsResult{
+	return protocol.StatsResult{
 		ActiveSessions:   rt.sessions.Len(),
 		TotalCommandsRun: rt.commands.Load(),
 		UptimeS:          time.Since(rt.started).Seconds(),
@@ -36,7 +40,7 @@ func (rt *Runtime) systemStats(_ context.Context, call *protocol.Call) (*protoco
 		OpenFDs:          openFDs(),
 		Version:          Version,
 		Limits:           rt.limits(),
-	}}, nil
+	}, nil
 }
 
 // limits reports every configured limit, so an operator can see what a

@@ -86,7 +86,7 @@ func (h *fakeHandler) Handle(ctx context.Context, call *protocol.Call) (*protoco
 	case "panic":
 		panic("fake handler panic")
 	case "actor":
-		return &protocol.Reply{Data: map[string]string{"actor": call.Actor}}, nil
+		return &protocol.Reply{Data: map[string]string{"actor": protocol.CallerFrom(ctx).Actor}}, nil
 	}
 	return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q", call.Method)
 }

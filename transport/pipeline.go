@@ -7,7 +7,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/trl-project/trl/metrics"
 	"github.com/trl-project/trl/protocol"
 )
 
@@ -32,7 +31,8 @@ type caller struct {
 }
 
 // answer runs one decoded request through h and answers it through out:
-// the panic guard, the metrics, the encoding of the result or error, the
+// who asks (in the context, for the method table's own metrics and
+// audit), a panic guard for what the transport itself does, the encoding of the result or error, the
 // reply's Follow with its notifications, and Follow's clean-up when no one
 // will read them. It is the request pipeline of every transport. ctx ends
 // when the client goes away; what Follow watches (a running command) goes
@@ -50,8 +50,8 @@ func answer(ctx context.Context, h protocol.Handler, who caller, req *protocol.R
 		}
 	}()
 
-	reply, err := h.Handle(ctx, &protocol.Call{Method: req.Method, Params: req.Params, Actor: who.actor})
-	metrics.Get().Request(who.transport, req.Method, metrics.Code(err))
+	ctx = protocol.WithCaller(ctx, protocol.Caller{Transport: who.transport, Actor: who.actor})
+	reply, err := h.Handle(ctx, &protocol.Call{Method: req.Method, Params: req.Params})
 	if req.IsNotification() {
 		// JSON-RPC: a notification runs and gets no answer.
 		answered = true

@@ -29,8 +29,6 @@ type httpFlags struct {
 	// The web console (SPEC §11).
 	console, consoleWrite bool
 	record                string
-	// sessions gives the console the sessions' terminals.
-	sessions console.Sessions
 }
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
@@ -56,7 +54,7 @@ type httpServing struct {
 // listen checks the token and binds the HTTP address; nil when --http was
 // not given. The token is read here and nowhere else in the daemon (through
 // secretEnv, since hideSecrets has moved TRL_* out of the environment).
-func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) (*httpServing, error) {
+func (f *httpFlags) listen(log zerolog.Logger, rt *runtime.Runtime, maxBody int) (*httpServing, error) {
 	if f.addr == "" {
 		return nil, nil
 	}
@@ -64,18 +62,15 @@ func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) 
 	if token == "" {
 		return nil, errors.New("--http needs a bearer token: set TRL_AUTH_TOKEN (e.g. export TRL_AUTH_TOKEN=$(openssl rand -hex 32)); refusing to serve HTTP without one")
 	}
-	if (f.consoleWrite || f.console) && f.sessions == nil {
-		return nil, errors.New("--console needs the daemon's sessions")
-	}
 	var con *console.Console
 	if f.console || f.consoleWrite {
-		con = console.New(console.Options{Handler: h, Sessions: f.sessions, Write: f.consoleWrite, BearerToken: token,
+		con = console.New(console.Options{API: rt, Sessions: rt, Write: f.consoleWrite, BearerToken: token,
 			RecordDir: f.record, Logger: log, Audit: log})
 	}
-	gw := gateway.New(h, gateway.Options{DefaultTimeout: f.gatewayTimeout, IdleTimeout: f.gatewayIdle, MaxBodyBytes: int64(maxBody), Logger: log})
+	gw := gateway.New(rt, gateway.Options{DefaultTimeout: f.gatewayTimeout, IdleTimeout: f.gatewayIdle, MaxBodyBytes: int64(maxBody), Logger: log})
 	srv, err := transport.ListenHTTP(f.addr, transport.HTTPOptions{
 		Console:           consoleHandler(con),
-		MCP:               mcpHandler(h),
+		MCP:               mcpHandler(rt),
 		Token:             token,
 		Gateway:           gw,
 		MaxBodyBytes:      int64(maxBody),
@@ -94,7 +89,7 @@ func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) 
 			Msg("web console: open this one-time login URL (or run `trl console` for another)")
 	}
 	if f.record != "" {
-		rec, err := console.NewRecorder(f.record, 0, h, f.sessions, log)
+		rec, err := console.NewRecorder(f.record, 0, rt, rt, log)
 		if err != nil {
 			srv.Close()
 			gw.Close()
