@@ -61,6 +61,9 @@ func (c *Collector) Output(s session.Stream, p []byte) {
 	}
 }
 
+// finish implements Store: a Collector has nothing to flush.
+func (c *Collector) finish(Exit) {}
+
 // Output is what a Collector kept.
 type Output struct {
 	Stdout, Stderr           []byte

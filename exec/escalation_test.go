@@ -14,12 +14,10 @@ import (
 	"github.com/trl-project/trl/session"
 )
 
-// fakeJob is a command that ends when it gets one of the signals in
-// endsOn (or on Kill, which ends its session), or by itself after runFor.
+// fakeJob is a command line that ends when it gets one of the signals in
+// endsOn (or on Kill, which ends its session), or when the test ends it.
 type fakeJob struct {
 	endsOn map[unix.Signal]bool
-	runFor time.Duration // > 0: ends by itself this long after its start
-	start  time.Time
 
 	mu      sync.Mutex
 	actions []string // "SIGINT", "SIGKILL", "session killed"
@@ -29,12 +27,11 @@ type fakeJob struct {
 	onDone  func() // the Command's Done, set by fakeShell.Start
 }
 
-func newFakeJob(runFor time.Duration, endsOn ...unix.Signal) *fakeJob {
-	j := &fakeJob{endsOn: map[unix.Signal]bool{}, start: time.Now(), done: make(chan struct{})}
+func newFakeJob(endsOn ...unix.Signal) *fakeJob {
+	j := &fakeJob{endsOn: map[unix.Signal]bool{}, done: make(chan struct{})}
 	for _, s := range endsOn {
 		j.endsOn[s] = true
 	}
-	j.runFor = runFor
 	return j
 }
 
@@ -97,54 +94,156 @@ func (j *fakeJob) snapshot() []string {
 // fakeShell starts one prepared job.
 type fakeShell struct{ job *fakeJob }
 
-func (f fakeShell) Start(c session.Command, _ session.Sink) (trlexec.Job, error) {
+func (f fakeShell) Start(c session.Command, _ session.Sink) (trlexec.Line, error) {
 	f.job.onDone = c.Done
-	if f.job.runFor > 0 {
-		time.AfterFunc(f.job.runFor, func() { f.job.end(session.Status{ExitCode: 0, Cwd: "/"}) })
-	}
 	return f.job, nil
 }
 
-// TestEscalation table-tests a timeout's steps against a fake job: SIGINT
-// at the timeout, SIGKILL a grace later, the session killed after another,
-// each step only while the command still runs; and how the Exit reads.
+// fakeClock is a Clock whose timers fire only when the test advances it.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c      *fakeClock
+	ch     chan time.Time
+	at     time.Time
+	active bool
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) trlexec.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, ch: make(chan time.Time, 1), at: c.now.Add(d), active: true}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// advance moves the clock on by d and fires the timers due.
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	for _, t := range c.timers {
+		if t.active && !t.at.After(c.now) {
+			t.active = false
+			select {
+			case t.ch <- c.now:
+			default:
+			}
+		}
+	}
+}
+
+// armed is how many timers wait to fire.
+func (c *fakeClock) armed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if t.active {
+			n++
+		}
+	}
+	return n
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.ch }
+
+func (t *fakeTimer) Reset(d time.Duration) {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.at, t.active = t.c.now.Add(d), true
+}
+
+func (t *fakeTimer) Stop() {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.active = false
+}
+
+func start(t *testing.T, job *fakeJob, timeout time.Duration, opts trlexec.Options) (*trlexec.Job, *trlexec.Registry) {
+	t.Helper()
+	reg := trlexec.NewRegistry(trlexec.RegistryOptions{})
+	j, err := trlexec.Start(fakeShell{job}, reg, trlexec.Request{ID: "x-1", SessionID: "s-1", Command: "x", Timeout: timeout, Output: trlexec.NewCollector(0)}, opts)
+	require.NoError(t, err)
+	return j, reg
+}
+
+// TestEscalation table-tests a timeout's steps against a fake job on a
+// fake clock (no real sleeps): SIGINT at the timeout, SIGKILL a grace
+// later, the session killed after another, each step only while the
+// command still runs; and how the Exit reads.
 func TestEscalation(t *testing.T) {
 	const timeout, grace = 20 * time.Millisecond, 20 * time.Millisecond
 	cases := []struct {
 		name     string
 		job      func() *fakeJob
 		timeout  time.Duration
+		endsBy   time.Duration // > 0: the command ends by itself then
 		actions  []string
 		timedOut bool
 		exited   bool
-		minTime  time.Duration
+		duration time.Duration
 	}{
-		{"ends before the timeout", func() *fakeJob { return newFakeJob(5 * time.Millisecond) }, timeout, nil, false, false, 0},
-		{"no timeout", func() *fakeJob { return newFakeJob(30 * time.Millisecond) }, 0, nil, false, false, 30 * time.Millisecond},
-		{"ends on SIGINT", func() *fakeJob { return newFakeJob(0, unix.SIGINT) }, timeout, []string{"SIGINT"}, true, false, timeout},
-		{"ignores SIGINT", func() *fakeJob { return newFakeJob(0, unix.SIGKILL) }, timeout, []string{"SIGINT", "SIGKILL"}, true, false, timeout + grace},
-		{"shell does not stop", func() *fakeJob { return newFakeJob(0) }, timeout, []string{"SIGINT", "SIGKILL", "session killed"}, true, true, timeout + 2*grace},
+		{"ends before the timeout", func() *fakeJob { return newFakeJob() }, timeout, 5 * time.Millisecond, nil, false, false, 5 * time.Millisecond},
+		{"no timeout", func() *fakeJob { return newFakeJob() }, 0, 30 * time.Millisecond, nil, false, false, 30 * time.Millisecond},
+		{"ends on SIGINT", func() *fakeJob { return newFakeJob(unix.SIGINT) }, timeout, 0, []string{"SIGINT"}, true, false, timeout},
+		{"ignores SIGINT", func() *fakeJob { return newFakeJob(unix.SIGKILL) }, timeout, 0, []string{"SIGINT", "SIGKILL"}, true, false, timeout + grace},
+		{"shell does not stop", func() *fakeJob { return newFakeJob() }, timeout, 0, []string{"SIGINT", "SIGKILL", "session killed"}, true, true, timeout + 2*grace},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			job := tc.job()
+			job, clock := tc.job(), newFakeClock()
 			var onExit trlexec.Exit
 			ran := make(chan struct{})
-			e, err := trlexec.Start(fakeShell{job}, trlexec.Request{Command: "x", Timeout: tc.timeout}, trlexec.NewCollector(0),
-				trlexec.Options{Grace: grace, OnExit: func(x trlexec.Exit) { onExit = x; close(ran) }})
-			require.NoError(t, err)
-			select {
-			case <-e.Done():
-			case <-time.After(5 * time.Second):
-				t.Fatal("the execution did not end")
+			e, _ := start(t, job, tc.timeout, trlexec.Options{Grace: grace, Clock: clock,
+				OnExit: func(_ *trlexec.Job, x trlexec.Exit) { onExit = x; close(ran) }})
+			if tc.endsBy > 0 {
+				clock.advance(tc.endsBy)
+				job.end(session.Status{ExitCode: 0, Cwd: "/"})
+			}
+			// Each step: move the clock to the next deadline, then wait
+			// for the supervisor to act on it (a signal recorded, and the
+			// next deadline armed, or the end).
+			for step := time.Duration(0); ; {
+				select {
+				case <-e.Done():
+				default:
+					next := timeout
+					if step > 0 {
+						next = grace
+					}
+					n := len(job.snapshot())
+					require.Eventually(t, func() bool { return clock.armed() > 0 || isDone(e) }, 5*time.Second, time.Millisecond, "the next step is armed")
+					if isDone(e) {
+						continue
+					}
+					clock.advance(next)
+					step += next
+					require.Eventually(t, func() bool { return isDone(e) || len(job.snapshot()) > n }, 5*time.Second, time.Millisecond, "the supervisor acts at the deadline")
+					continue
+				}
+				break
 			}
 			select {
 			case <-ran: // OnExit ran before Done closed
 			default:
 				t.Fatal("Done closed before OnExit ran")
 			}
-			x := e.Exit()
+			x, ended := e.Exit()
+			require.True(t, ended)
 			assert.Equal(t, x, onExit, "OnExit gets the Exit")
 			assert.Equal(t, tc.actions, job.snapshot())
 			assert.Equal(t, tc.timedOut, x.TimedOut)
@@ -155,25 +254,95 @@ func TestEscalation(t *testing.T) {
 			} else {
 				assert.NoError(t, x.Cause)
 			}
-			assert.GreaterOrEqual(t, x.Duration, tc.minTime)
+			assert.Equal(t, tc.duration, x.Duration, "the duration is read on the job's clock")
+			assert.Zero(t, clock.armed(), "no timer is left armed after the end")
 		})
 	}
 }
 
-// TestCancelMarks: Cancel signals the job and marks the exit canceled;
-// a cancel after the end does nothing.
+func isDone(j *trlexec.Job) bool {
+	select {
+	case <-j.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// TestCancelMarks: Cancel signals the job through its supervisor and
+// marks the exit canceled; a cancel after the end sends nothing.
 func TestCancelMarks(t *testing.T) {
-	job := newFakeJob(0, unix.SIGTERM)
-	e, err := trlexec.Start(fakeShell{job}, trlexec.Request{Command: "x"}, trlexec.NewCollector(0), trlexec.Options{})
-	require.NoError(t, err)
+	job := newFakeJob(unix.SIGTERM)
+	e, reg := start(t, job, 0, trlexec.Options{Clock: newFakeClock()})
+	assert.Same(t, e, reg.Running("s-1"), "the registry knows what the session runs")
 	sent, err := e.Cancel(unix.SIGTERM)
 	require.NoError(t, err)
 	assert.Equal(t, unix.SIGTERM, sent)
 	<-e.Done()
-	assert.True(t, e.Exit().Canceled)
-	assert.False(t, e.Exit().TimedOut)
-	assert.Equal(t, 128+int(unix.SIGTERM), e.Exit().ExitCode)
+	x, _ := e.Exit()
+	assert.True(t, x.Canceled)
+	assert.False(t, x.TimedOut)
+	assert.Equal(t, 128+int(unix.SIGTERM), x.ExitCode)
 	_, err = e.Cancel(unix.SIGINT)
-	require.NoError(t, err)
+	assert.ErrorIs(t, err, session.ErrNoForeground)
 	assert.Equal(t, []string{"SIGTERM"}, job.snapshot())
+	assert.Nil(t, reg.Running("s-1"), "an ended command no longer runs in its session")
+	got, err := reg.Get("x-1")
+	require.NoError(t, err)
+	assert.Same(t, e, got, "an ended command stays addressable")
+}
+
+// TestCancelRacesEnd: cancels from many goroutines while the command ends
+// by itself never block, never signal after the end, and leave no
+// supervisor behind (leakcheck).
+func TestCancelRacesEnd(t *testing.T) {
+	for i := 0; i < 50; i++ {
+		job := newFakeJob()
+		e, _ := start(t, job, time.Hour, trlexec.Options{Clock: newFakeClock()})
+		var wg sync.WaitGroup
+		for k := 0; k < 4; k++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); _, _ = e.Cancel(unix.SIGINT) }()
+		}
+		job.end(session.Status{Cwd: "/"})
+		wg.Wait()
+		<-e.Done()
+	}
+}
+
+// TestFinishedExpire: finished commands stay addressable for Retain and at
+// most MaxFinished of them; running ones are never dropped.
+func TestFinishedExpire(t *testing.T) {
+	now := time.Now()
+	reg := trlexec.NewRegistry(trlexec.RegistryOptions{Retain: 200 * time.Millisecond, MaxFinished: 2, Now: func() time.Time { return now }})
+	startIn := func(id, sid string) (*trlexec.Job, *fakeJob) {
+		job := newFakeJob()
+		j, err := trlexec.Start(fakeShell{job}, reg, trlexec.Request{ID: id, SessionID: sid, Command: "x", Output: trlexec.NewStream(id, sid, 0)}, trlexec.Options{})
+		require.NoError(t, err)
+		return j, job
+	}
+	running, _ := startIn("st-run", "s-0")
+	for i, id := range []string{"st-1", "st-2", "st-3"} {
+		j, job := startIn(id, "s-"+string(rune('1'+i)))
+		job.end(session.Status{})
+		<-j.Done()
+	}
+	_, err := reg.Get("st-1")
+	assert.ErrorIs(t, err, trlexec.ErrStreamNotFound, "the oldest of 3 finished commands is dropped when 2 are kept")
+	for _, id := range []string{"st-2", "st-3"} {
+		_, err := reg.Stream(id)
+		require.NoError(t, err)
+	}
+	now = now.Add(199 * time.Millisecond)
+	for _, id := range []string{"st-2", "st-3"} {
+		_, err := reg.Get(id)
+		require.NoError(t, err, "still kept just before Retain")
+	}
+	now = now.Add(2 * time.Millisecond)
+	for _, id := range []string{"st-2", "st-3"} {
+		_, err := reg.Get(id)
+		assert.ErrorIs(t, err, trlexec.ErrStreamNotFound, "expired after Retain")
+	}
+	_, err = reg.Get(running.ID())
+	assert.NoError(t, err, "a running command is never expired")
 }

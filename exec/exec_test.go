@@ -56,14 +56,21 @@ func run(t *testing.T, s *session.Session, r trlexec.Request, max int) result {
 func runWith(t *testing.T, s *session.Session, r trlexec.Request, max int, opts trlexec.Options) result {
 	t.Helper()
 	c := trlexec.NewCollector(max)
-	e, err := trlexec.Start(trlexec.InSession(s), r, c, opts)
+	e, err := startIn(s, r, c, opts)
 	require.NoError(t, err)
 	select {
 	case <-e.Done():
 	case <-time.After(60 * time.Second):
 		t.Fatalf("command %q did not finish in 60 s", r.Command)
 	}
-	return result{e.Exit(), c.Result()}
+	x, _ := e.Exit()
+	return result{x, c.Result()}
+}
+
+// startIn starts r in s with its output kept by c.
+func startIn(s *session.Session, r trlexec.Request, c *trlexec.Collector, opts trlexec.Options) (*trlexec.Job, error) {
+	r.ID, r.Session, r.SessionID, r.Output = session.NewID("x-", 8), s, s.ID(), c
+	return trlexec.Start(trlexec.InSession(s), trlexec.NewRegistry(trlexec.RegistryOptions{}), r, opts)
 }
 
 func sh(t *testing.T, s *session.Session, cmd string) result {
@@ -162,7 +169,7 @@ func TestExitEndsSession(t *testing.T) {
 			assert.Empty(t, string(r.Stderr))
 			assert.True(t, r.SessionExited)
 			assert.Equal(t, session.StateExited, s.Info().State)
-			_, err := trlexec.Start(trlexec.InSession(s), trlexec.Request{Command: "true"}, trlexec.NewCollector(0), trlexec.Options{})
+			_, err := startIn(s, trlexec.Request{Command: "true"}, trlexec.NewCollector(0), trlexec.Options{})
 			assert.ErrorIs(t, err, session.ErrExited)
 		})
 	}
@@ -206,19 +213,20 @@ func TestShellIgnoringSIGINT(t *testing.T) {
 
 func TestBusy(t *testing.T) {
 	s := newSession(t, "/bin/sh")
-	e, err := trlexec.Start(trlexec.InSession(s), trlexec.Request{Command: "sleep 0.5"}, trlexec.NewCollector(0), trlexec.Options{})
+	e, err := startIn(s, trlexec.Request{Command: "sleep 0.5"}, trlexec.NewCollector(0), trlexec.Options{})
 	require.NoError(t, err)
-	_, err = trlexec.Start(trlexec.InSession(s), trlexec.Request{Command: "true"}, trlexec.NewCollector(0), trlexec.Options{})
+	_, err = startIn(s, trlexec.Request{Command: "true"}, trlexec.NewCollector(0), trlexec.Options{})
 	assert.ErrorIs(t, err, session.ErrBusy)
 	<-e.Done()
-	assert.Equal(t, 0, e.Exit().ExitCode)
+	x, _ := e.Exit()
+	assert.Equal(t, 0, x.ExitCode)
 }
 
 func TestCancel(t *testing.T) {
 	for _, sig := range []string{"INT", "TERM", "KILL"} {
 		t.Run(sig, func(t *testing.T) {
 			s := newSession(t, "/bin/bash")
-			e, err := trlexec.Start(trlexec.InSession(s), trlexec.Request{Command: "trap '' INT; sleep 30"}, trlexec.NewCollector(0), trlexec.Options{})
+			e, err := startIn(s, trlexec.Request{Command: "trap '' INT; sleep 30"}, trlexec.NewCollector(0), trlexec.Options{})
 			require.NoError(t, err)
 			time.Sleep(200 * time.Millisecond)
 			num := map[string]int{"INT": 2, "TERM": 15, "KILL": 9}[sig]
@@ -239,7 +247,8 @@ func TestCancel(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("cancel did not end the command")
 			}
-			assert.True(t, e.Exit().Canceled)
+			x, _ := e.Exit()
+			assert.True(t, x.Canceled)
 			assert.Equal(t, "ok\n", string(sh(t, s, "echo ok").Stdout))
 		})
 	}
@@ -287,7 +296,7 @@ func TestValidation(t *testing.T) {
 		{Command: "true", Env: map[string]string{"OK": "a\x00"}},
 		{Command: "true", Timeout: -time.Second},
 	} {
-		_, err := trlexec.Start(trlexec.InSession(s), r, trlexec.NewCollector(0), trlexec.Options{})
+		_, err := startIn(s, r, trlexec.NewCollector(0), trlexec.Options{})
 		assert.ErrorIs(t, err, trlexec.ErrInvalid, "%q", r.Command)
 	}
 	assert.Equal(t, "ok\n", string(sh(t, s, "echo ok").Stdout))

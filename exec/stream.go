@@ -40,7 +40,9 @@ type chunk struct {
 	data   []byte
 }
 
-func newStream(id, sessionID string, window int) *Stream {
+// NewStream returns the window of a streamed command's output: id is its
+// exec_id, window the bytes of recent output kept (0: DefaultWindow).
+func NewStream(id, sessionID string, window int) *Stream {
 	if window <= 0 {
 		window = DefaultWindow
 	}
@@ -117,6 +119,20 @@ func (s *Stream) finish(x Exit) {
 	}
 	s.exit = &x
 	s.signal()
+}
+
+// Since returns stream st's output from offset, within max bytes, as far
+// as the window holds it (a yielded exec.stream command's status asks
+// this); cut says bytes were lost or are left for later.
+func (s *Stream) Since(st session.Stream, offset int64, max int) (data []byte, start, end int64, cut bool) {
+	data, start, lost, _ := s.ReadAt(st, offset, max)
+	end = start + int64(len(data))
+	out, errb := s.Totals()
+	total := out
+	if st == session.Stderr {
+		total = errb
+	}
+	return data, start, end, lost > 0 || end < total
 }
 
 // Done reports whether the command has ended, and how.

@@ -11,7 +11,7 @@ import (
 // TestReadAtCharacterBoundary: a limit that falls inside a character ends
 // the read before it, and what is returned is contiguous.
 func TestReadAtCharacterBoundary(t *testing.T) {
-	s := newStream("st-x", "s-x", 1<<20)
+	s := NewStream("st-x", "s-x", 1<<20)
 	s.store(session.Stdout, []byte("aé"))
 	s.chunks = append(s.chunks, chunk{stream: session.Stdout, offset: 3, data: []byte("bcd")}) // a separate chunk
 	s.totals[0] = 6
@@ -28,7 +28,7 @@ func TestReadAtCharacterBoundary(t *testing.T) {
 // TestTinyWritesStayBounded: a writer of single bytes costs the window its
 // chunks' overhead too, so memory stays near the window.
 func TestTinyWritesStayBounded(t *testing.T) {
-	s := newStream("st-x", "s-x", 64<<10)
+	s := NewStream("st-x", "s-x", 64<<10)
 	for i := 0; i < 1_000_000; i++ {
 		s.Output(session.Stdout, []byte{'x'})
 		if i%2 == 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trl-project/trl/exec"
 	"github.com/trl-project/trl/internal/termwait"
 	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/render"
@@ -101,17 +102,15 @@ type probe struct {
 
 // check looks at c once: exited, or one of u's events, or nothing; next
 // is when to look again without new output (zero: only on output).
-func (rt *Runtime) check(c *command, u until, pr *probe, now time.Time) (ev event, next time.Time) {
+func (rt *Runtime) check(c *exec.Job, u until, pr *probe, now time.Time) (ev event, next time.Time) {
 	select {
-	case <-c.done:
+	case <-c.Done():
 		return event{reason: protocol.ReasonExit}, time.Time{}
 	default:
 	}
-	last := c.watch.Last()
-	rt.mu.Lock()
-	inputAt := c.inputAt
-	sent := c.sent
-	rt.mu.Unlock()
+	last := c.Watch().Last()
+	m := c.Marks()
+	inputAt, sent := m.InputAt, m.Sent
 	if u.match != nil && rt.matches(c, u.match, sent) {
 		return event{reason: protocol.ReasonMatch}, time.Time{}
 	}
@@ -165,17 +164,21 @@ func (rt *Runtime) check(c *command, u until, pr *probe, now time.Time) (ev even
 
 // inputWait samples c's terminal: nil unless its foreground job waits
 // for terminal input.
-func (rt *Runtime) inputWait(c *command) *protocol.InputWait {
-	st, err := c.s.InputWait()
+func (rt *Runtime) inputWait(c *exec.Job) *protocol.InputWait {
+	s := c.Session()
+	if s == nil {
+		return nil
+	}
+	st, err := s.InputWait()
 	if err != nil || !st.Waiting {
 		return nil
 	}
 	// The prompt is the screen's cursor row up to the cursor; a
 	// full-screen program's cursor may sit anywhere, and its prompt is
 	// that row's text as it is.
-	prompt := c.s.Screen().CursorLine()
+	prompt := s.Screen().CursorLine()
 	if prompt == "" && st.Kind != termwait.KindTUI {
-		prompt = render.Text([]byte(c.watch.Activity().Prompt))
+		prompt = render.Text([]byte(c.Watch().Activity().Prompt))
 	}
 	return &protocol.InputWait{
 		Kind:       string(st.Kind),
@@ -186,9 +189,9 @@ func (rt *Runtime) inputWait(c *command) *protocol.InputWait {
 }
 
 // matches reports whether the output since the last status matches re.
-func (rt *Runtime) matches(c *command, re *regexp.Regexp, sent [2]int64) bool {
+func (rt *Runtime) matches(c *exec.Job, re *regexp.Regexp, sent [2]int64) bool {
 	for _, s := range []session.Stream{session.Stdout, session.Stderr} {
-		data, _, _, _ := rt.since(c, s, sent[s], 1<<20)
+		data, _, _, _ := c.Store().Since(s, sent[s], 1<<20)
 		if re.Match(data) {
 			return true
 		}
@@ -198,7 +201,7 @@ func (rt *Runtime) matches(c *command, re *regexp.Regexp, sent [2]int64) bool {
 
 // await waits until c exits, one of u's events happens, yield passes
 // (0: never) or ctx ends (the caller went away: the command goes on).
-func (rt *Runtime) await(ctx context.Context, c *command, u until, yield time.Duration) event {
+func (rt *Runtime) await(ctx context.Context, c *exec.Job, u until, yield time.Duration) event {
 	var yieldAt time.Time
 	if yield > 0 {
 		yieldAt = time.Now().Add(yield)
@@ -207,7 +210,7 @@ func (rt *Runtime) await(ctx context.Context, c *command, u until, yield time.Du
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		out := c.watch.Next() // taken before looking, so no output is missed
+		out := c.Watch().Next() // taken before looking, so no output is missed
 		now := time.Now()
 		ev, next := rt.check(c, u, &pr, now)
 		if ev.reason != "" {
@@ -227,7 +230,7 @@ func (rt *Runtime) await(ctx context.Context, c *command, u until, yield time.Du
 			tc = timer.C
 		}
 		select {
-		case <-c.done:
+		case <-c.Done():
 		case <-out:
 		case <-tc:
 		case <-ctx.Done():
@@ -244,7 +247,7 @@ func (rt *Runtime) await(ctx context.Context, c *command, u until, yield time.Du
 
 // awaitAny is await over several commands: the first to exit or reach an
 // event wins; a command whose exit no status has carried yet wins at once.
-func (rt *Runtime) awaitAny(ctx context.Context, cs []*command, u until, timeout time.Duration) (*command, event) {
+func (rt *Runtime) awaitAny(ctx context.Context, cs []*exec.Job, u until, timeout time.Duration) (*exec.Job, event) {
 	deadline := time.Now().Add(timeout)
 	probes := make([]probe, len(cs))
 	tick := time.NewTicker(multiTick)

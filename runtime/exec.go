@@ -48,13 +48,13 @@ func execRequest(p *protocol.ExecParams, s *session.Session) (exec.Request, erro
 
 // auditCommand writes the audit event of one command: who ran what where
 // and how it ended, never its output.
-func (rt *Runtime) auditCommand(s *session.Session, actor, method, command string, x exec.Exit, truncated bool) {
+func (rt *Runtime) auditCommand(c *exec.Job, x exec.Exit, truncated bool) {
 	rt.audit.Info().
 		Str("event", "command").
-		Str("method", method).
-		Str("session", s.ID()).
-		Str("actor", actor).
-		Str("command", cut(command, 4096)).
+		Str("method", c.Method()).
+		Str("session", c.SessionID()).
+		Str("actor", c.Actor()).
+		Str("command", cut(c.Command(), 4096)).
 		Int("exit_code", x.ExitCode).
 		Int64("duration_ms", x.Duration.Milliseconds()).
 		Bool("timed_out", x.TimedOut).
@@ -107,11 +107,11 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 		return protocol.ExecStatus{}, err
 	}
 	coll := exec.NewCollector(max)
-	actor := protocol.CallerFrom(ctx).Actor
-	c, err := rt.launch(s, r, &command{id: session.NewID("x-", 8), method: protocol.MethodExecRun, coll: coll, max: max}, func(c *command, x exec.Exit) {
-		rt.auditCommand(s, actor, protocol.MethodExecRun, r.Command, x, coll.Truncated())
-		act := c.watch.Activity()
-		recordCommand(protocol.MethodExecRun, x, act.StdoutBytes, act.StderrBytes)
+	r.ID, r.Method, r.Output, r.MaxOutput = session.NewID("x-", 8), protocol.MethodExecRun, coll, max
+	c, err := rt.launch(ctx, s, r, func(c *exec.Job, x exec.Exit) {
+		rt.auditCommand(c, x, coll.Truncated())
+		act := c.Watch().Activity()
+		recordCommand(c.Method(), x, act.StdoutBytes, act.StderrBytes)
 	})
 	if err != nil {
 		return protocol.ExecStatus{}, rt.startError(s, err)
@@ -126,15 +126,13 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 	if ev.reason != protocol.ReasonExit {
 		return rt.status(c, ev, p.Render, true), nil
 	}
-	<-c.done
+	<-c.Done()
 	if rt.shuttingDown() {
 		return protocol.ExecStatus{}, session.ErrShuttingDown
 	}
-	rt.mu.Lock()
-	x, yielded := *c.exit, c.yielded
-	rt.mu.Unlock()
+	x, _ := c.Exit()
 	var res protocol.ExecStatus
-	if yielded {
+	if c.Marks().Yielded {
 		res = rt.status(c, ev, p.Render, true)
 	} else {
 		out := coll.Result()
@@ -146,13 +144,11 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 			Truncated:   out.Truncated,
 			StdoutBytes: out.StdoutBytes,
 			StderrBytes: out.StderrBytes,
-			ExecID:      c.id,
+			ExecID:      c.ID(),
 			SessionID:   s.ID(),
 		}
 		fillExit(&res, x)
-		rt.mu.Lock()
-		c.reported = true
-		rt.mu.Unlock()
+		c.Reported()
 	}
 	if p.Check {
 		switch {
@@ -199,15 +195,14 @@ func (rt *Runtime) execStream(ctx context.Context, p protocol.ExecParams) (proto
 	if err != nil {
 		return protocol.ExecStreamStarted{}, nil, err
 	}
-	st := rt.streams.New(s.ID())
-	actor := protocol.CallerFrom(ctx).Actor
-	_, err = rt.launch(s, r, &command{id: st.ID, method: protocol.MethodExecStream, st: st, max: exec.DefaultMaxOutput}, func(_ *command, x exec.Exit) {
-		rt.streams.Finish(st, x)
-		rt.auditCommand(s, actor, protocol.MethodExecStream, r.Command, x, false)
-		recordStream(protocol.MethodExecStream, st, x)
+	st := exec.NewStream(session.NewID("st-", 8), s.ID(), rt.jobs.Options().Window)
+	r.ID, r.Method, r.Output, r.MaxOutput = st.ID, protocol.MethodExecStream, st, exec.DefaultMaxOutput
+	_, err = rt.launch(ctx, s, r, func(c *exec.Job, x exec.Exit) {
+		rt.auditCommand(c, x, false)
+		stdout, stderr := st.Totals()
+		recordCommand(c.Method(), x, stdout, stderr)
 	})
 	if err != nil {
-		rt.streams.Drop(st)
 		return protocol.ExecStreamStarted{}, nil, rt.startError(s, err)
 	}
 	reader := st.NewReader(0, 0)
@@ -272,15 +267,15 @@ func (rt *Runtime) ExecRead(ctx context.Context, p protocol.ExecReadParams) (pro
 }
 
 func (rt *Runtime) execRead(ctx context.Context, p protocol.ExecReadParams) (protocol.ExecReadResult, error) {
-	var c *command
+	var c *exec.Job
 	if p.StreamID == "" && p.ExecID != "" {
 		// An exec.run command's output, kept head and tail (SPEC §8).
 		var err error
 		if c, err = rt.lookupExec(p.ExecID); err != nil {
 			return protocol.ExecReadResult{}, err
 		}
-		if c.st != nil {
-			p.StreamID = c.st.ID
+		if st := c.Stream(); st != nil {
+			p.StreamID = st.ID
 		}
 	}
 	which, err := streamName(p.Stream)
@@ -299,8 +294,8 @@ func (rt *Runtime) execRead(ctx context.Context, p protocol.ExecReadParams) (pro
 	if err := checkRender(p.Render); err != nil {
 		return protocol.ExecReadResult{}, err
 	}
-	if c != nil && c.coll != nil {
-		data, start, end := c.coll.Page(which, p.Offset, p.Limit)
+	if coll := collectorOf(c); coll != nil {
+		data, start, end := coll.Page(which, p.Offset, p.Limit)
 		if p.Offset > end {
 			return protocol.ExecReadResult{}, protocol.Errorf(protocol.CodeInvalidParams, "offset %d is past the end of %s (%d bytes so far)", p.Offset, which, end)
 		}
@@ -309,14 +304,9 @@ func (rt *Runtime) execRead(ctx context.Context, p protocol.ExecReadParams) (pro
 		if start > p.Offset {
 			lost = start - p.Offset
 		}
-		finished := false
-		select {
-		case <-c.done:
-			finished = true
-		default:
-		}
+		_, finished := c.Exit()
 		return protocol.ExecReadResult{
-			ExecID:    c.id,
+			ExecID:    c.ID(),
 			Stream:    which.String(),
 			Data:      text,
 			Offset:    start,
@@ -349,11 +339,20 @@ func (rt *Runtime) execRead(ctx context.Context, p protocol.ExecReadParams) (pro
 	}, nil
 }
 
+// stream finds an exec.stream command's window by its stream_id.
 func (rt *Runtime) stream(id string) (*exec.Stream, error) {
 	if id == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "stream_id is required (exec.stream returned it)")
 	}
-	return rt.streams.Get(id)
+	return rt.jobs.Stream(id)
+}
+
+// collectorOf is c's head-and-tail output, nil when c is nil or streamed.
+func collectorOf(c *exec.Job) *exec.Collector {
+	if c == nil {
+		return nil
+	}
+	return c.Collector()
 }
 
 func streamName(s string) (session.Stream, error) {
@@ -382,10 +381,11 @@ func (rt *Runtime) execAttach(ctx context.Context, p protocol.ExecAttachParams) 
 		if err != nil {
 			return protocol.ExecAttachResult{}, nil, err
 		}
-		if c.st == nil {
-			return protocol.ExecAttachResult{}, nil, protocol.Errorf(protocol.CodeInvalidParams, "exec.attach follows exec.stream commands; %s was started by exec.run: use exec.wait for its news and exec.read for its output", c.id)
+		st := c.Stream()
+		if st == nil {
+			return protocol.ExecAttachResult{}, nil, protocol.Errorf(protocol.CodeInvalidParams, "exec.attach follows exec.stream commands; %s was started by exec.run: use exec.wait for its news and exec.read for its output", c.ID())
 		}
-		p.StreamID = c.st.ID
+		p.StreamID = st.ID
 	}
 	st, err := rt.stream(p.StreamID)
 	if err != nil {
@@ -413,15 +413,10 @@ func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) 
 	if err != nil {
 		return protocol.ExecCancelResult{}, err
 	}
-	var c *command
+	var c *exec.Job
 	if p.ExecID != "" {
 		if c, err = rt.lookupExec(p.ExecID); err != nil {
 			return protocol.ExecCancelResult{}, err
-		}
-		select {
-		case <-c.done:
-			return protocol.ExecCancelResult{}, nil
-		default:
 		}
 	} else {
 		ref := p.SessionID
@@ -436,7 +431,7 @@ func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) 
 			return protocol.ExecCancelResult{}, nil
 		}
 	}
-	sent, err := c.e.Cancel(sig)
+	sent, err := c.Cancel(sig)
 	if err == session.ErrNoForeground {
 		return protocol.ExecCancelResult{}, nil
 	}

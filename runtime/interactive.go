@@ -19,33 +19,17 @@ const (
 	auditInputCutoff = 4096
 )
 
-// since returns stream s of c's output from offset, within max bytes.
-func (rt *Runtime) since(c *command, s session.Stream, offset int64, max int) (data []byte, start, end int64, cut bool) {
-	if c.coll != nil {
-		return c.coll.Since(s, offset, max)
-	}
-	data, start, lost, _ := c.st.ReadAt(s, offset, max)
-	end = start + int64(len(data))
-	out, errb := c.st.Totals()
-	total := out
-	if s == session.Stderr {
-		total = errb
-	}
-	return data, start, end, lost > 0 || end < total
-}
-
 // status is the SPEC §8 status of c after ev: the output since the last
 // status (advance moves that mark on; a peek does not), the state, and
 // the screen when a full-screen program has it.
-func (rt *Runtime) status(c *command, ev event, render string, advance bool) protocol.ExecStatus {
-	rt.mu.Lock()
-	sent, x, budget := c.sent, c.exit, c.max
-	rt.mu.Unlock()
-	st := protocol.ExecStatus{ExecID: c.id, SessionID: c.s.ID(), Reason: ev.reason}
+func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) protocol.ExecStatus {
+	m := c.Marks()
+	x, ended := c.Exit()
+	st := protocol.ExecStatus{ExecID: c.ID(), SessionID: c.SessionID(), Reason: ev.reason}
 	var ends [2]int64
 	var data [2]string
 	for _, s := range []session.Stream{session.Stdout, session.Stderr} {
-		b, start, end, cut := rt.since(c, s, sent[s], max(budget/2, 1))
+		b, start, end, cut := c.Store().Since(s, m.Sent[s], max(m.Max/2, 1))
 		data[s], _ = renderOutput(render, b)
 		ends[s] = end
 		st.Truncated = st.Truncated || cut
@@ -56,33 +40,26 @@ func (rt *Runtime) status(c *command, ev event, render string, advance bool) pro
 		}
 	}
 	st.Stdout, st.Stderr = data[0], data[1]
-	act := c.watch.Activity()
+	act := c.Watch().Activity()
 	st.StdoutBytes, st.StderrBytes = act.StdoutBytes, act.StderrBytes
-	if x != nil {
-		fillExit(&st, *x)
+	if ended {
+		fillExit(&st, x)
 	} else {
 		st.State = protocol.StateRunning
-		st.DurationMS = time.Since(c.started).Milliseconds()
+		st.DurationMS = time.Since(c.Started()).Milliseconds()
 		if ev.input != nil {
 			st.State, st.Input = protocol.StateWaitingInput, ev.input
 		}
 	}
-	if c.s.Screen().AltScreen() {
-		snap := wireScreen(c.s.Screen().Snapshot(screen.SnapshotOptions{}))
+	if s := c.Session(); s != nil && s.Screen().AltScreen() {
+		snap := wireScreen(s.Screen().Snapshot(screen.SnapshotOptions{}))
 		st.AltScreen, st.Screen = true, &snap
 		if render == "text" {
 			st.Stdout = "" // the screen is the text a reader sees
 		}
 	}
 	if advance {
-		rt.mu.Lock()
-		c.sent = ends
-		if x == nil {
-			c.yielded = true
-		} else {
-			c.reported = true
-		}
-		rt.mu.Unlock()
+		c.Advance(ends)
 	}
 	return st
 }
@@ -133,30 +110,27 @@ func (rt *Runtime) execInput(ctx context.Context, p protocol.ExecInputParams) (p
 		if *p.MaxOutputBytes < 1 || *p.MaxOutputBytes > rt.opts.MaxOutputBytes {
 			return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "max_output_bytes must be between 1 and %d", rt.opts.MaxOutputBytes)
 		}
-		rt.mu.Lock()
-		c.max = int(*p.MaxOutputBytes)
-		rt.mu.Unlock()
+		c.SetMax(int(*p.MaxOutputBytes))
 	}
+	s := c.Session()
 	select {
-	case <-c.done:
-		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.id + " has ended; nothing was typed", Data: rt.status(c, event{reason: protocol.ReasonExit}, p.Render, false)}
+	case <-c.Done():
+		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.ID() + " has ended; nothing was typed", Data: rt.status(c, event{reason: protocol.ReasonExit}, p.Render, false)}
 	default:
 	}
 	if p.RequireWaiting && rt.inputWait(c) == nil {
-		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.id + " is not waiting for input; nothing was typed (drop require_waiting to type anyway)", Data: rt.status(c, event{}, p.Render, false)}
+		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.ID() + " is not waiting for input; nothing was typed (drop require_waiting to type anyway)", Data: rt.status(c, event{}, p.Render, false)}
 	}
-	appCursor, paste, erase, eof := c.s.InputModes()
+	appCursor, paste, erase, eof := s.InputModes()
 	b, err := terminput.Encode(nil, items, terminput.Modes{AppCursor: appCursor, BracketedPaste: paste, Erase: erase, EOF: eof})
 	if err != nil {
 		return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "%v", err)
 	}
-	rt.mu.Lock()
-	c.inputAt = time.Now()
-	rt.mu.Unlock()
+	c.Typed(time.Now())
 	if p.Secret {
-		err = c.s.WriteSecret(b)
+		err = s.WriteSecret(b)
 	} else {
-		err = c.s.WriteInput(b)
+		err = s.WriteInput(b)
 	}
 	if err != nil {
 		return protocol.ExecStatus{}, err
@@ -168,7 +142,7 @@ func (rt *Runtime) execInput(ctx context.Context, p protocol.ExecInputParams) (p
 
 // commandFor finds the command exec.input addresses: by exec_id, or the
 // one running in a session.
-func (rt *Runtime) commandFor(id, sessionRef string) (*command, error) {
+func (rt *Runtime) commandFor(id, sessionRef string) (*exec.Job, error) {
 	if id != "" {
 		return rt.lookupExec(id)
 	}
@@ -219,11 +193,11 @@ func inputItems(list protocol.InputList) ([]terminput.Item, error) {
 
 // auditInput writes one event per exec.input: who typed how much into
 // which command, the keys by name, and the text (cut) unless secret.
-func (rt *Runtime) auditInput(c *command, actor string, items []terminput.Item, n int, secret bool) {
+func (rt *Runtime) auditInput(c *exec.Job, actor string, items []terminput.Item, n int, secret bool) {
 	ev := rt.audit.Info().
 		Str("event", "input").
-		Str("session", c.s.ID()).
-		Str("exec_id", c.id).
+		Str("session", c.SessionID()).
+		Str("exec_id", c.ID()).
 		Str("actor", actor).
 		Int("bytes", n).
 		Bool("secret", secret)
@@ -270,10 +244,10 @@ func (rt *Runtime) execWait(ctx context.Context, p protocol.ExecWaitParams) (pro
 		}
 		timeout = time.Duration(*p.TimeoutMS) * time.Millisecond
 	}
-	var cs []*command
+	var cs []*exec.Job
 	switch {
 	case p.ExecID == "any" && len(p.ExecIDs) == 0:
-		cs = rt.unreported()
+		cs = rt.jobs.Unreported()
 		if len(cs) == 0 {
 			return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidState, "no command is running or has an exit not yet reported; nothing to wait for")
 		}
@@ -282,7 +256,7 @@ func (rt *Runtime) execWait(ctx context.Context, p protocol.ExecWaitParams) (pro
 		if err != nil {
 			return protocol.ExecStatus{}, err
 		}
-		cs = []*command{c}
+		cs = []*exec.Job{c}
 	case p.ExecID == "" && len(p.ExecIDs) > 0:
 		for _, id := range p.ExecIDs {
 			c, err := rt.lookupExec(id)
@@ -306,20 +280,6 @@ func (rt *Runtime) execWait(ctx context.Context, p protocol.ExecWaitParams) (pro
 	return rt.status(c, ev, p.Render, true), nil
 }
 
-// unreported returns the running commands and the finished ones whose
-// exit no status has carried, oldest first.
-func (rt *Runtime) unreported() []*command {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	var cs []*command
-	for _, c := range rt.finished {
-		if !c.reported && c.yielded {
-			cs = append(cs, c)
-		}
-	}
-	return append(cs, rt.runningLocked()...)
-}
-
 // ExecList is the typed execList.
 func (rt *Runtime) ExecList(ctx context.Context, p protocol.ExecListParams) (protocol.ExecList, error) {
 	return serve(rt, ctx, protocol.MethodExecList, func() (protocol.ExecList, error) { return rt.execList(ctx, p) })
@@ -334,14 +294,9 @@ func (rt *Runtime) execList(ctx context.Context, p protocol.ExecListParams) (pro
 		}
 		only = s
 	}
-	rt.mu.Lock()
-	cs := make([]*command, 0, len(rt.cmds))
-	cs = append(cs, rt.finished...)
-	cs = append(cs, rt.runningLocked()...)
-	rt.mu.Unlock()
 	out := protocol.ExecList{Commands: []protocol.ExecSummary{}}
-	for _, c := range cs {
-		if only == nil || c.s == only {
+	for _, c := range rt.jobs.List() {
+		if only == nil || c.SessionID() == only.ID() {
 			out.Commands = append(out.Commands, rt.summary(c))
 		}
 	}

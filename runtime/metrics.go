@@ -13,12 +13,6 @@ func recordCommand(method string, x exec.Exit, stdoutBytes, stderrBytes int64) {
 	metrics.Get().CommandDone(method, metrics.OutcomeOf(x.ExitCode, x.TimedOut, x.Canceled), x.Duration, stdoutBytes, stderrBytes)
 }
 
-// recordStream reports a finished exec.stream command to the metrics.
-func recordStream(method string, st *exec.Stream, x exec.Exit) {
-	stdout, stderr := st.Totals()
-	recordCommand(method, x, stdout, stderr)
-}
-
 // ErrDraining is Ready's answer once Shutdown has begun.
 var ErrDraining = errors.New("draining: the daemon is shutting down")
 
@@ -40,7 +34,6 @@ func (rt *Runtime) SessionCount() int { return rt.sessions.Len() }
 
 // RunningCommands is how many commands run now, for the metrics.
 func (rt *Runtime) RunningCommands() int {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return len(rt.cmds) - len(rt.finished)
+	running, _, _ := rt.jobs.Counts()
+	return running
 }

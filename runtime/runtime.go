@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -17,7 +16,9 @@ var Version = "0.1.0-dev"
 // Options configure a Runtime. Zero values mean the documented defaults.
 type Options struct {
 	Sessions session.Options
-	Streams  exec.StreamOptions
+	// Commands configure the registry of commands: each stream's window,
+	// how long and how many finished commands stay addressable.
+	Commands exec.RegistryOptions
 	// MaxOutputBytes caps what a caller may ask for in max_output_bytes;
 	// 0 means 64 MiB.
 	MaxOutputBytes int64
@@ -35,21 +36,14 @@ type Runtime struct {
 	log      zerolog.Logger
 	audit    zerolog.Logger
 	sessions *session.Manager
-	streams  *exec.Streams
-	started  time.Time
-	commands atomic.Int64
+	// jobs is the one registry of commands (exec.Job) by exec_id, while
+	// they run and for a while after, and the one each session runs.
+	jobs    *exec.Registry
+	started time.Time
 
-	mu sync.Mutex
-	// The registry of commands (see command) by exec_id, while they run
-	// and for a while after. What runs in a session is its job
-	// (session.Running hands back the command).
-	cmds     map[string]*command
-	finished []*command
-	closing  bool
-	calls    sync.WaitGroup
-	// execs counts the executions whose end has not been recorded yet:
-	// Shutdown waits for them too.
-	execs sync.WaitGroup
+	mu      sync.Mutex
+	closing bool
+	calls   sync.WaitGroup
 }
 
 // New returns a Runtime with no sessions.
@@ -63,9 +57,8 @@ func New(opts Options) *Runtime {
 		log:      opts.Logger,
 		audit:    opts.Logger,
 		sessions: session.NewManager(opts.Sessions),
-		streams:  exec.NewStreams(opts.Streams),
+		jobs:     exec.NewRegistry(opts.Commands),
 		started:  time.Now(),
-		cmds:     map[string]*command{},
 	}
 	if opts.Audit != nil {
 		rt.audit = *opts.Audit
@@ -79,11 +72,10 @@ func New(opts Options) *Runtime {
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	rt.BeginShutdown()
 	rt.sessions.CloseAll()
-	rt.streams.Close()
 	done := make(chan struct{})
 	go func() {
 		rt.calls.Wait()
-		rt.execs.Wait()
+		rt.jobs.Wait() // every command's end recorded (audit, metrics)
 		close(done)
 	}()
 	select {

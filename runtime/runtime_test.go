@@ -352,7 +352,7 @@ func TestStreamReadAttachCancel(t *testing.T) {
 // TestStreamSlowReader: a reader that stops for a while during a large
 // stream does not hold the command up, and learns exactly what it lost.
 func TestStreamSlowReader(t *testing.T) {
-	rt := newRuntime(t, Options{Streams: exec.StreamOptions{Window: 1 << 20}})
+	rt := newRuntime(t, Options{Commands: exec.RegistryOptions{Window: 1 << 20}})
 	const total = 20 << 20
 	_, reply := stream(t, rt, map[string]any{"command": "head -c 20971520 /dev/zero | tr '\\0' x"})
 	var received, lost int64

@@ -64,7 +64,7 @@ func TestStreamLargeInOrder(t *testing.T) {
 	}
 	// Under -race this in-process reader is slower than the PTY; a large
 	// window keeps the test about order and completeness, not speed.
-	rt := newRuntime(t, Options{Streams: exec.StreamOptions{Window: 96 << 20}})
+	rt := newRuntime(t, Options{Commands: exec.RegistryOptions{Window: 96 << 20}})
 	const mb = 200
 	// seq prints numbered lines: their order proves nothing was reordered.
 	_, reply := stream(t, rt, map[string]any{"command": "seq 1 30000000 | head -c 209715200"})

@@ -26,16 +26,14 @@ func (rt *Runtime) SystemStats(ctx context.Context, p protocol.StatsParams) (pro
 }
 
 func (rt *Runtime) systemStats(ctx context.Context, p protocol.StatsParams) (protocol.StatsResult, error) {
-	rt.mu.Lock()
-	running := len(rt.cmds) - len(rt.finished)
-	rt.mu.Unlock()
+	running, addressable, total := rt.jobs.Counts()
 	return protocol.StatsResult{
 		ActiveSessions:   rt.sessions.Len(),
-		TotalCommandsRun: rt.commands.Load(),
+		TotalCommandsRun: total,
 		UptimeS:          time.Since(rt.started).Seconds(),
 		MemoryRSSBytes:   rssBytes(),
 		RunningCommands:  running,
-		Streams:          rt.streams.Len(),
+		Streams:          addressable,
 		Goroutines:       goruntime.NumGoroutine(),
 		OpenFDs:          openFDs(),
 		Version:          Version,
@@ -49,9 +47,9 @@ func (rt *Runtime) limits() map[string]int64 {
 	l := map[string]int64{
 		"max_sessions":         int64(rt.sessions.MaxSessions()),
 		"max_output_bytes":     rt.opts.MaxOutputBytes,
-		"stream_window_bytes":  int64(rt.streams.Options().Window),
-		"stream_retain_s":      int64(rt.streams.Options().Retain.Seconds()),
-		"max_finished_streams": int64(rt.streams.Options().MaxFinished),
+		"stream_window_bytes":  int64(rt.jobs.Options().Window),
+		"stream_retain_s":      int64(rt.jobs.Options().Retain.Seconds()),
+		"max_finished_streams": int64(rt.jobs.Options().MaxFinished),
 		"max_timeout_s":        maxTimeoutS,
 	}
 	for k, v := range rt.opts.TransportLimits {

@@ -79,7 +79,7 @@ func (s *Session) stopped(sig unix.Signal) {
 
 // watchInterrupt ends the session if job, whose shell was just sent
 // SIGINT, has not ended within cancelGrace. Called with mu held.
-func (s *Session) watchInterrupt(job *Job) {
+func (s *Session) watchInterrupt(job *Line) {
 	if job.watchdog != nil {
 		return
 	}
@@ -122,7 +122,7 @@ func (s *Session) checkLimits() error {
 // followed by the line's start record at once; if none has come a moment
 // later, the shell reads commands without running them (`set -n` in
 // dash) and the session ends. Called with mu held.
-func (s *Session) checkDropped(job *Job) {
+func (s *Session) checkDropped(job *Line) {
 	if job.dropCheck != nil {
 		return
 	}

@@ -65,10 +65,6 @@ type Command struct {
 	// Stdin, when non-nil, is fed to the command followed by end-of-file;
 	// when nil the command's stdin is the terminal.
 	Stdin *string
-	// Owner is whoever started the command (the runtime's record of it):
-	// Session.Running hands it back while the command runs, so the
-	// session's job is the one record of what runs.
-	Owner any
 	// Done, when set, is called once the command has ended and all its
 	// output has reached its sink, right after the job's Done channel
 	// closes, on the session's reader goroutine with no lock held. It

@@ -46,7 +46,7 @@ func screenHas(sub string) func(screen.Snapshot) bool {
 	return func(s screen.Snapshot) bool { return strings.Contains(strings.Join(s.Lines, "\n"), sub) }
 }
 
-func waitJob(t *testing.T, j *Job) {
+func waitJob(t *testing.T, j *Line) {
 	t.Helper()
 	select {
 	case <-j.Done():

@@ -60,7 +60,7 @@ type Session struct {
 	// to the current job, so that the drain after a completion record
 	// never overtakes bytes a reader goroutine already holds.
 	ioMu sync.Mutex
-	job  *Job // running job; guarded by ioMu and mu (both held to change)
+	job  *Line // running job; guarded by ioMu and mu (both held to change)
 
 	mu       sync.Mutex
 	state    State
@@ -110,10 +110,12 @@ type Session struct {
 	twErr  error
 }
 
-// Job is one command running in a session.
-type Job struct {
+// Line is one command line the shell runs: the session's side of a
+// command (exec.Job owns the command itself) — its sequence number,
+// whether the shell has begun executing it, where its output goes, and
+// the timers of the signals sent for it.
+type Line struct {
 	s      *Session
-	owner  any
 	onDone func()
 	seq    int64
 	sink   Sink
@@ -137,19 +139,19 @@ type Job struct {
 
 // Done is closed when the command has ended and all its output has been
 // handed to the sink.
-func (j *Job) Done() <-chan struct{} { return j.done }
+func (j *Line) Done() <-chan struct{} { return j.done }
 
 // Status is valid once Done is closed.
-func (j *Job) Status() Status { return j.status }
+func (j *Line) Status() Status { return j.status }
 
 // Signal sends sig to the job while it runs (see Session.Signal).
-func (j *Job) Signal(sig unix.Signal) (unix.Signal, error) { return j.s.Signal(j, sig) }
+func (j *Line) Signal(sig unix.Signal) (unix.Signal, error) { return j.s.Signal(j, sig) }
 
 // Kill ends the session if the job still runs (see Session.Kill).
-func (j *Job) Kill() { j.s.Kill(j) }
+func (j *Line) Kill() { j.s.Kill(j) }
 
 // Cause is why the session ended with the job, or nil while it lives.
-func (j *Job) Cause() error {
+func (j *Line) Cause() error {
 	if !j.status.Exited {
 		return nil
 	}
@@ -166,7 +168,7 @@ func NewID(prefix string, n int) string {
 }
 
 // Start sends c to the shell. The job's Done channel closes when it ends.
-func (s *Session) Start(c Command, sink Sink) (*Job, error) {
+func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	s.mu.Lock()
 	switch {
 	case s.state == StateExited || s.closing:
@@ -194,7 +196,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	// screen.
 	s.scr.LeaveAltScreen()
 	s.seq++
-	j := &Job{s: s, owner: c.Owner, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
+	j := &Line{s: s, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
 	if c.Stdin != nil {
 		f, err := os.CreateTemp(s.tmpDir, "stdin-")
 		if err == nil {
@@ -234,16 +236,6 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	return j, nil
 }
 
-// Running returns the Owner of the command running now, or nil.
-func (s *Session) Running() any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.job == nil {
-		return nil
-	}
-	return s.job.owner
-}
-
 // Retire refuses new commands from now on, unless one is running and
 // force is false, in which case it returns ErrBusy. It lets a destroy
 // check and act without a command slipping in between.
@@ -263,7 +255,7 @@ func (s *Session) cmdFile() string { return s.tmpDir + "/command" }
 // Kill ends the shell and every process it started at once, if job is
 // still the one running (nil: whatever runs). The job completes with the
 // shell's status.
-func (s *Session) Kill(job *Job) {
+func (s *Session) Kill(job *Line) {
 	// Under mu: the check, the cause, and closing, so that no new command
 	// can start between the check and the kill. The kill itself (up to
 	// 2 s of SIGKILL) holds no lock.

@@ -22,7 +22,7 @@ import (
 func (s *Session) settle() error {
 	for attempt := 0; attempt < 10; attempt++ {
 		s.seq++
-		j := &Job{seq: s.seq, sink: discard{}, done: make(chan struct{}), started: true}
+		j := &Line{seq: s.seq, sink: discard{}, done: make(chan struct{}), started: true}
 		s.ioMu.Lock()
 		s.job = j
 		s.ioMu.Unlock()
@@ -77,7 +77,7 @@ var ErrNoForeground = errors.New("no command is running")
 // the next one, where an interrupt would abandon or disturb another
 // command. An interrupt asked for before the start record is sent when it
 // arrives. It returns the signal sent (or to be sent).
-func (s *Session) Signal(job *Job, sig unix.Signal) (unix.Signal, error) {
+func (s *Session) Signal(job *Line, sig unix.Signal) (unix.Signal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.runs(job) {
@@ -110,7 +110,7 @@ func (s *Session) Signal(job *Job, sig unix.Signal) (unix.Signal, error) {
 // last one): a moment later, if the command still runs under another
 // foreground group, the signal is delivered again, once. Called with mu
 // held.
-func (s *Session) recheck(job *Job, sent int, sig unix.Signal) {
+func (s *Session) recheck(job *Line, sent int, sig unix.Signal) {
 	job.after(30*time.Millisecond, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -130,7 +130,7 @@ func (s *Session) recheck(job *Job, sent int, sig unix.Signal) {
 
 // after runs f after d unless the job has completed by then: the timer
 // is the job's, stopped when it completes. Called with Session.mu held.
-func (j *Job) after(d time.Duration, f func()) {
+func (j *Line) after(d time.Duration, f func()) {
 	j.later = append(j.later, time.AfterFunc(d, f))
 }
 
@@ -142,7 +142,7 @@ const shellSettle = 30 * time.Millisecond
 // interruptSoon interrupts the shell running job's line, now or, early in
 // the line, once shellSettle has passed (if the command still runs then).
 // Called with mu held.
-func (s *Session) interruptSoon(job *Job) bool {
+func (s *Session) interruptSoon(job *Line) bool {
 	wait := shellSettle - time.Since(job.startedAt)
 	if wait <= 0 {
 		return s.interruptShell(job)
@@ -161,7 +161,7 @@ func (s *Session) interruptSoon(job *Job) bool {
 // It declines when the line's prompt record has been written: the line is
 // over and the shell about to wait for the next. Called with mu held,
 // which it lets go while it waits for the control pipe to drain.
-func (s *Session) interruptShell(job *Job) bool {
+func (s *Session) interruptShell(job *Line) bool {
 	for i := 0; ; i++ {
 		if s.lastRecord.Load() >= job.seq {
 			return false
@@ -204,7 +204,7 @@ const chaseWindow = time.Second
 // watchdog, which ended the session). So for chaseWindow the foreground
 // is looked at every 10 ms while the line runs; once it is a command's
 // group, that group gets SIGINT too. Called with mu held.
-func (s *Session) chaseForeground(job *Job) {
+func (s *Session) chaseForeground(job *Line) {
 	until := time.Now().Add(chaseWindow)
 	var t *time.Timer
 	t = time.AfterFunc(10*time.Millisecond, func() {
@@ -255,7 +255,7 @@ func (s *Session) started(seq int64) {
 // runs reports whether job is the line the shell runs now and the session
 // is not closing: only then may a signal be sent on its behalf. Called
 // with mu held.
-func (s *Session) runs(job *Job) bool {
+func (s *Session) runs(job *Line) bool {
 	return job != nil && s.job == job && !s.closing && s.state != StateExited
 }
 
@@ -273,7 +273,7 @@ func (s *Session) commandGroup() int {
 // job. It reports whether that settles it: the job no longer runs, or its
 // command got the signal; false means the shell holds the terminal.
 // Called with mu held.
-func (s *Session) interruptCommand(job *Job) bool {
+func (s *Session) interruptCommand(job *Line) bool {
 	if !s.runs(job) {
 		return true
 	}

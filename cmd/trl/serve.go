@@ -50,7 +50,7 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 	}
 	opts := runtime.Options{
 		Sessions: session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso},
-		Streams:  exec.StreamOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
+		Commands: exec.RegistryOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
 		Logger:   log,
 		TransportLimits: map[string]int64{
 			"max_message_bytes":     int64(l.maxMessageBytes),

@@ -1,7 +1,12 @@
 package bench
 
 import (
+	"encoding/json"
+	"io"
+	"strings"
+
 	"fmt"
+	"github.com/trl-project/trl/protocol"
 	"time"
 )
 
@@ -15,12 +20,19 @@ type LargeRun struct {
 	Truncated bool    `json:"truncated"`
 	// RawPTY is the same command read raw from a PTY in this process.
 	RawPTY *Stats `json:"raw_pty,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// Encode512K is the encoding of an exec.run result holding 512 KiB
+	// of output (the default max_output_bytes), in this process with the
+	// daemon's encoder, written out in pieces.
+	Encode512K *Stats `json:"encode_512k,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 func (r *runner) largeRun() *LargeRun {
 	p := r.plan
 	out := &LargeRun{Bytes: p.largeRunBytes, Command: outputCommand(p.largeRunBytes)}
+	if enc, err := encode512K(p.largeRunN * 10); err == nil {
+		out.Encode512K = &enc
+	}
 	c, id, done, err := r.dialSession()
 	if err != nil {
 		out.Error = err.Error()
@@ -62,4 +74,27 @@ func (r *runner) largeRun() *LargeRun {
 	rs := Summarize(raws)
 	out.RawPTY = &rs
 	return out
+}
+
+// encode512K times the daemon's encoding of an exec.run result with
+// 512 KiB of line-shaped output (a build log's mix of text and escapes).
+func encode512K(n int) (Stats, error) {
+	line := "compiling module 42 of 977 \x1b[32mok\x1b[0m \"quoted\" tab\there\n"
+	out := strings.Repeat(line, (512<<10)/len(line)+1)[:512<<10]
+	code := 0
+	st := protocol.ExecStatus{ExecID: "x-0123456789abcdef", SessionID: "s-0123456789ab", State: protocol.StateExited,
+		Reason: protocol.ReasonExit, ExitCode: &code, Stdout: out, StdoutBytes: int64(len(out))}
+	req := &protocol.Request{ID: json.RawMessage(`1`), Method: protocol.MethodExecRun}
+	ds, err := sample(3, max(n, 20), func() error {
+		m, err := protocol.Result(req, st)
+		if err != nil {
+			return err
+		}
+		_, err = m.WriteTo(io.Discard)
+		return err
+	})
+	if err != nil {
+		return Stats{}, err
+	}
+	return Summarize(ds), nil
 }

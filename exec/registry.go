@@ -1,0 +1,195 @@
+package exec
+
+import (
+	"sync"
+	"time"
+)
+
+// RegistryOptions configure the registry of commands. Zero values mean
+// the defaults.
+type RegistryOptions struct {
+	// Window is the bytes of recent output each stream keeps (8 MiB).
+	Window int
+	// Retain is how long a finished command stays addressable (10 min).
+	Retain time.Duration
+	// MaxFinished caps finished commands kept (256); the oldest go first.
+	MaxFinished int
+	// Now is the clock retention is measured by (nil: time.Now); tests
+	// drive expiry with their own instead of sleeping.
+	Now func() time.Time
+}
+
+// Registry is the one registry of commands by exec_id: the running ones,
+// the one each session runs, and the finished ones for a bounded time
+// and number.
+type Registry struct {
+	opts RegistryOptions
+	// pending counts Jobs being started or ended; Wait waits for them.
+	pending sync.WaitGroup
+
+	mu       sync.Mutex
+	byID     map[string]*Job
+	running  map[string]*Job // by session id
+	finished []*Job          // oldest first
+	ended    map[*Job]time.Time
+	started  int64
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(opts RegistryOptions) *Registry {
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Retain <= 0 {
+		opts.Retain = 10 * time.Minute
+	}
+	if opts.MaxFinished <= 0 {
+		opts.MaxFinished = 256
+	}
+	return &Registry{opts: opts, byID: map[string]*Job{}, running: map[string]*Job{}, ended: map[*Job]time.Time{}}
+}
+
+// Options returns the registry's settings, defaults applied.
+func (r *Registry) Options() RegistryOptions { return r.opts }
+
+// starting counts a Job about to start: its end is waited for by Wait.
+func (r *Registry) starting() { r.pending.Add(1) }
+
+// notStarted undoes starting for a Job the shell refused.
+func (r *Registry) notStarted() { r.pending.Done() }
+
+// add registers a started Job, unless it has already ended (it may end
+// before Start registers it: then retain has registered it).
+func (r *Registry) add(j *Job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started++
+	if _, ended := r.ended[j]; ended {
+		return
+	}
+	r.byID[j.id] = j
+	r.running[j.sessionID] = j
+}
+
+// retain moves an ended Job to the finished ones, dropping the oldest
+// beyond the bounds.
+func (r *Registry) retain(j *Job) {
+	defer r.pending.Done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := r.opts.Now()
+	if r.running[j.sessionID] == j {
+		delete(r.running, j.sessionID)
+	}
+	r.byID[j.id] = j
+	r.ended[j] = at
+	r.finished = append(r.finished, j)
+	r.expire(r.opts.Now())
+}
+
+// expire forgets finished Jobs past Retain or beyond MaxFinished. Called
+// with mu held.
+func (r *Registry) expire(now time.Time) {
+	n := 0
+	for n < len(r.finished) && (len(r.finished)-n > r.opts.MaxFinished || now.Sub(r.ended[r.finished[n]]) > r.opts.Retain) {
+		old := r.finished[n]
+		if r.byID[old.id] == old {
+			delete(r.byID, old.id)
+		}
+		delete(r.ended, old)
+		n++
+	}
+	if n > 0 {
+		r.finished = append(r.finished[:0], r.finished[n:]...)
+	}
+}
+
+// Get finds a running or retained Job by exec_id (a stream_id is one).
+func (r *Registry) Get(id string) (*Job, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.expire(r.opts.Now())
+	if j, ok := r.byID[id]; ok {
+		return j, nil
+	}
+	return nil, errorf(ErrStreamNotFound, "no command with exec_id %q; finished commands are kept %s (at most %d); exec.list shows them", clipID(id), r.opts.Retain, r.opts.MaxFinished)
+}
+
+// Stream finds the window of a running or retained exec.stream command
+// by its stream_id.
+func (r *Registry) Stream(id string) (*Stream, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.expire(r.opts.Now())
+	if j, ok := r.byID[id]; ok {
+		if st := j.Stream(); st != nil {
+			return st, nil
+		}
+		return nil, errorf(ErrInvalid, "%s was started by exec.run, not exec.stream: read it with exec.read {\"exec_id\": %q}", j.id, j.id)
+	}
+	return nil, errorf(ErrStreamNotFound, "no stream %q; finished streams are kept for %s (at most %d)", clipID(id), r.opts.Retain, r.opts.MaxFinished)
+}
+
+// Running returns the Job running in the session, or nil.
+func (r *Registry) Running(sessionID string) *Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running[sessionID]
+}
+
+// List returns the retained Jobs, oldest first, then the running ones.
+func (r *Registry) List() []*Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.expire(r.opts.Now())
+	js := make([]*Job, 0, len(r.byID))
+	js = append(js, r.finished...)
+	for _, j := range r.running {
+		js = append(js, j)
+	}
+	return js
+}
+
+// Unreported returns the running Jobs and the finished ones that yielded
+// and whose exit no status has carried, oldest first.
+func (r *Registry) Unreported() []*Job {
+	var js []*Job
+	for _, j := range r.List() {
+		if _, ended := j.Exit(); !ended {
+			js = append(js, j)
+			continue
+		}
+		if m := j.Marks(); m.Yielded && !m.Reported {
+			js = append(js, j)
+		}
+	}
+	return js
+}
+
+// Counts returns how many Jobs run, how many are addressable, and how
+// many were ever started.
+func (r *Registry) Counts() (running, addressable int, started int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.running), len(r.byID), r.started
+}
+
+// Wait waits until every started Job has ended.
+func (r *Registry) Wait() { r.pending.Wait() }
+
+// Close forgets every Job.
+func (r *Registry) Close() {
+	r.mu.Lock()
+	r.byID, r.running, r.ended, r.finished = map[string]*Job{}, map[string]*Job{}, map[*Job]time.Time{}, nil
+	r.mu.Unlock()
+}
+
+func clipID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
+}
