@@ -1,0 +1,118 @@
+package policy
+
+import (
+	"path"
+	"regexp"
+	"strings"
+)
+
+// rule is one compiled rule of the file.
+type rule struct {
+	index int
+	name  string
+	line  int
+	// programs is nil when the rule does not name programs.
+	programs            map[string][]string
+	re                  *regexp.Regexp
+	cwd, session, actor []string
+	action              Action
+	reason              string
+	dangerous           bool
+}
+
+// matches says whether the rule applies to one simple command.
+func (r *rule) matches(c *command, in *Input) bool {
+	if r.programs != nil {
+		if c.prog == "" {
+			return false
+		}
+		subs, ok := r.programs[c.prog]
+		if !ok || !subcommandMatches(subs, c.args) {
+			return false
+		}
+	}
+	if r.re != nil && !r.re.MatchString(c.text) {
+		return false
+	}
+	return r.where(in)
+}
+
+// where checks the globs about where the line runs and who sent it.
+func (r *rule) where(in *Input) bool {
+	return anyGlob(r.cwd, in.Cwd, true) && anyGlob(r.session, in.Session, false) && anyGlob(r.actor, in.Actor, false)
+}
+
+// subcommandMatches says whether one of subs names the command's
+// subcommand ("" matches any). trl cannot know which options of git or
+// kubectl take a value (`git -C dir push`, `kubectl -n prod delete`), so
+// a word right after an option is a candidate too; the candidates end at
+// the first word that follows a non-option (`git log --grep push` is not
+// `git push`).
+func subcommandMatches(subs []string, args []arg) bool {
+	for _, s := range subs {
+		if s == "" {
+			return true
+		}
+	}
+	afterOption := false
+	for _, a := range args {
+		if a.lit && len(a.s) > 1 && a.s[0] == '-' {
+			afterOption = !strings.Contains(a.s, "=")
+			continue
+		}
+		if a.lit {
+			for _, s := range subs {
+				if a.s == s {
+					return true
+				}
+			}
+		}
+		if !afterOption {
+			return false
+		}
+		afterOption = false
+	}
+	return false
+}
+
+func anyGlob(pats []string, s string, isDir bool) bool {
+	if len(pats) == 0 {
+		return true
+	}
+	for _, p := range pats {
+		if globMatch(p, s, isDir) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatch is path.Match, where a trailing "/**" on a directory pattern
+// also matches every directory below.
+func globMatch(pat, s string, isDir bool) bool {
+	if isDir {
+		if prefix, ok := strings.CutSuffix(pat, "/**"); ok {
+			if prefix == "" {
+				return strings.HasPrefix(s, "/")
+			}
+			for d := path.Clean(s); ; d = path.Dir(d) {
+				if ok, _ := path.Match(prefix, d); ok {
+					return true
+				}
+				if d == "/" || d == "." {
+					return false
+				}
+			}
+		}
+		if s != "/" {
+			s = strings.TrimSuffix(s, "/")
+		}
+	}
+	ok, _ := path.Match(pat, s)
+	return ok
+}
+
+func checkGlob(p string) error {
+	_, err := path.Match(strings.TrimSuffix(p, "/**"), "")
+	return err
+}
