@@ -1,7 +1,5 @@
 package policy
 
-import "fmt"
-
 // Evaluate decides a line: each simple command gets the action of the
 // first rule it matches, the default when none does, or the unknown
 // action when what it runs cannot be known and no rule matches it; the
@@ -45,16 +43,11 @@ func (p *Policy) decide(c *command, in *Input) Decision {
 	}
 	if c.unknown != "" {
 		return Decision{Action: p.unknown, Rule: -1, RuleName: "unknown", Command: c.text,
-			Reason: fmt.Sprintf("%s; the policy's unknown action is %s", c.unknown, p.unknown)}
+			Reason: c.unknown + "; the policy's unknown action is " + p.unknown.String()}
 	}
-	return Decision{Action: p.def, Rule: -1, RuleName: "default", Command: c.text,
-		Reason: fmt.Sprintf("no rule matches; the policy's default is %s", p.def)}
+	return Decision{Action: p.def, Rule: -1, RuleName: "default", Command: c.text, Reason: p.defReason}
 }
 
 func (r *rule) decision(text string) Decision {
-	reason := r.reason
-	if reason == "" {
-		reason = fmt.Sprintf("%s says %s", r.name, r.action)
-	}
-	return Decision{Action: r.action, Rule: r.index, RuleName: r.name, Reason: reason, Dangerous: r.dangerous, Command: text}
+	return Decision{Action: r.action, Rule: r.index, RuleName: r.name, Reason: r.reason, Dangerous: r.dangerous, Command: text}
 }

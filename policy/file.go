@@ -48,6 +48,8 @@ type Policy struct {
 	rules   []*rule
 	def     Action
 	unknown Action
+	// defReason is the reason given for the default action.
+	defReason string
 	// lineRules are the rules without `program` and with `regex`: they
 	// are also tried on the whole line, so that a pattern can span a
 	// pipeline or a list.
@@ -233,6 +235,7 @@ func Parse(data []byte, name string) (*Policy, error) {
 	if f.Unknown != nil {
 		p.unknown = f.Unknown.a
 	}
+	p.defReason = "no rule matches; the policy's default is " + p.def.String()
 	lines := ruleLines(root.Content[0])
 	for i, ry := range f.Rules {
 		line := 0
@@ -250,6 +253,9 @@ func Parse(data []byte, name string) (*Policy, error) {
 		}
 		if r.name == "" {
 			r.name = describe(i, ry.Match)
+		}
+		if r.reason == "" {
+			r.reason = fmt.Sprintf("%s says %s", r.name, r.action)
 		}
 		p.rules = append(p.rules, r)
 		if r.programs == nil && r.re != nil {

@@ -25,6 +25,7 @@ const (
 	goalScreenP50US     = 200
 	goalWaitingP95US    = 500_000
 	goalRenderRatio     = 10
+	goalPolicyP50US     = 50
 )
 
 func goals(rep *Report) []Goal {
@@ -106,6 +107,11 @@ func goals(rep *Report) []Goal {
 		prompt = in.ToWaiting
 	}
 	add("waiting_input told p95 ≤ 500 ms after the prompt", prompt != nil, prompt != nil && prompt.P95US <= goalWaitingP95US, "p95 %s", fmtUS(p95(prompt)))
+	var eval *Stats
+	if p := rep.Policy; p != nil {
+		eval = p.Evaluate
+	}
+	add("policy evaluation of a typical line, 20 rules, p50 ≤ 50 µs", eval != nil, eval != nil && eval.P50US <= goalPolicyP50US, "%s", fmtUS(p50(eval)))
 	return gs
 }
 
