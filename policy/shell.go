@@ -103,6 +103,9 @@ type call struct {
 	end   uint
 	piped bool
 	depth int
+	// appended: words are added to this command when it runs (it is
+	// xargs's command), so a missing program or script comes from input.
+	appended bool
 }
 
 func (x *call) text(from *syntax.Word, end uint) string {
@@ -126,7 +129,8 @@ func (s *scanner) wordsUpTo(x *call, words []*syntax.Word, end uint) {
 		s.cmds = append(s.cmds, command{text: text, unknown: fmt.Sprintf("the program %s is known only when the line runs", wordSource(x.src, words[0]))})
 		return
 	}
-	c := command{prog: path.Base(name), text: text}
+	// zsh runs `=prog` as the path of prog.
+	c := command{prog: path.Base(strings.TrimPrefix(name, "=")), text: text}
 	if name == "" {
 		c.prog = ""
 		c.unknown = "the program's name is empty"
@@ -196,6 +200,12 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 		}
 	case "find":
 		s.findExec(x, args)
+	case "hash":
+		for _, w := range args {
+			if v, ok := literal(w); !ok || strings.HasPrefix(v, "-") && strings.Contains(v, "p") {
+				return "hash -p makes a name run another program"
+			}
+		}
 	case "su":
 		return s.su(x, args)
 	}

@@ -27,6 +27,9 @@ type wrapper struct {
 	// split is the short option whose value is itself a command line
 	// (env -S 'prog args'); 0 for none.
 	split byte
+	// appends: the wrapper adds words from its input to the command
+	// (xargs).
+	appends bool
 }
 
 var wrappers = map[string]wrapper{
@@ -42,11 +45,16 @@ var wrappers = map[string]wrapper{
 	"nohup":   {},
 	"timeout": {valueShort: "ks", valueLong: []string{"--kill-after", "--signal"}, operands: 1},
 	"xargs": {valueShort: "adEILnPs", valueLong: []string{"--arg-file", "--delimiter", "--max-lines", "--max-args",
-		"--max-procs", "--max-chars", "--process-slot-var"}},
+		"--max-procs", "--max-chars", "--process-slot-var"}, appends: true},
 	"setsid":  {},
 	"stdbuf":  {valueShort: "ioe", valueLong: []string{"--input", "--output", "--error"}},
 	"ionice":  {valueShort: "cnp"},
 	"busybox": {},
+	// zsh's precommand modifiers and its repeat loop.
+	"noglob":    {},
+	"nocorrect": {},
+	"-":         {},
+	"repeat":    {operands: 1},
 }
 
 // wrapper finds the program a wrapper runs and looks at it as a command
@@ -120,9 +128,14 @@ func (s *scanner) wrapper(x *call, w wrapper, args []*syntax.Word, end uint) str
 	}
 	i += w.operands
 	if i >= len(args) {
+		if x.appended {
+			return "the program comes from xargs's input, not known before the line runs"
+		}
 		return ""
 	}
-	s.wordsUpTo(x, args[i:], end)
+	y := *x
+	y.appended = x.appended || w.appends
+	s.wordsUpTo(&y, args[i:], end)
 	return ""
 }
 
@@ -191,7 +204,8 @@ func (s *scanner) shell(x *call, args []*syntax.Word) string {
 	switch {
 	case cflag:
 		if i >= len(args) {
-			return ""
+			// Alone it is an error; under xargs the script is input.
+			return "the script given to the shell's -c is known only when the line runs"
 		}
 		src, ok := literal(args[i])
 		if !ok {
