@@ -35,6 +35,11 @@ type arg struct {
 // nesting is unknown rather than a stack to exhaust.
 const maxDepth = 8
 
+// maxScripts bounds the scripts parsed for one line: an alias that uses
+// itself several times (`alias a='a a a'; a`) would otherwise multiply
+// them at every level.
+const maxScripts = 64
+
 var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
 
 // scanner collects the simple commands of a line.
@@ -43,6 +48,8 @@ type scanner struct {
 	// aliases defined earlier in the line: their values are looked at
 	// where the alias is used.
 	aliases map[string]string
+	// scripts counts the scripts parsed, against maxScripts.
+	scripts int
 }
 
 // script parses src and collects its commands. A script that does not
@@ -50,6 +57,10 @@ type scanner struct {
 func (s *scanner) script(src string, depth int) {
 	if depth > maxDepth {
 		s.cmds = append(s.cmds, command{text: src, unknown: "scripts nested too deep to follow"})
+		return
+	}
+	if s.scripts++; s.scripts > maxScripts {
+		s.cmds = append(s.cmds, command{text: src, unknown: "too many scripts inside the line to follow"})
 		return
 	}
 	p := parsers.Get().(*syntax.Parser)
