@@ -1,5 +1,7 @@
 package policy
 
+import "fmt"
+
 // Evaluate decides a line: each simple command gets the action of the
 // first rule it matches, the default when none does, or the unknown
 // action when what it runs cannot be known and no rule matches it; the
@@ -37,7 +39,13 @@ func (p *Policy) Evaluate(in Input) Decision {
 // decide is the action for one simple command.
 func (p *Policy) decide(c *command, in *Input) Decision {
 	for _, r := range p.rules {
-		if r.matches(c, in) {
+		match, unsure := r.matches(c, in)
+		if unsure {
+			// The rule may or may not apply: what runs is not known.
+			return Decision{Action: p.unknown, Rule: -1, RuleName: "unknown", Command: c.text,
+				Reason: fmt.Sprintf("the subcommand of %s is known only when the line runs (%s might apply); the policy's unknown action is %s", c.prog, r.name, p.unknown)}
+		}
+		if match {
 			return r.decision(c.text)
 		}
 	}

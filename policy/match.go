@@ -20,19 +20,28 @@ type rule struct {
 	dangerous           bool
 }
 
-// matches says whether the rule applies to one simple command.
-func (r *rule) matches(c *command, in *Input) bool {
+// matches says whether the rule applies to one simple command; unsure
+// when it would, except that the subcommand a two-word program names is
+// known only when the line runs (`git $sub`).
+func (r *rule) matches(c *command, in *Input) (match, unsure bool) {
 	if r.programs != nil {
 		if c.prog == "" {
-			return false
+			return false, false
 		}
 		subs, ok := r.programs[c.prog]
-		if !ok || !subcommandMatches(subs, c.args) {
-			return false
+		if !ok {
+			return false, false
+		}
+		match, unsure = subcommandMatches(subs, c.args)
+		if !match && !unsure {
+			return false, false
 		}
 	}
 	// The globs cost less than the regex.
-	return r.where(in) && (r.re == nil || r.re.MatchString(c.text))
+	if !r.where(in) || r.re != nil && !r.re.MatchString(c.text) {
+		return false, false
+	}
+	return match || r.programs == nil, unsure
 }
 
 // where checks the globs about where the line runs and who sent it.
@@ -45,32 +54,33 @@ func (r *rule) where(in *Input) bool {
 // kubectl take a value (`git -C dir push`, `kubectl -n prod delete`), so
 // a word right after an option is a candidate too; the candidates end at
 // the first word that follows a non-option (`git log --grep push` is not
-// `git push`).
-func subcommandMatches(subs []string, args []arg) bool {
+// `git push`). A candidate with an expansion makes the match unsure.
+func subcommandMatches(subs []string, args []arg) (match, unsure bool) {
 	for _, s := range subs {
 		if s == "" {
-			return true
+			return true, false
 		}
 	}
 	afterOption := false
 	for _, a := range args {
-		if a.lit && len(a.s) > 1 && a.s[0] == '-' {
+		if !a.lit {
+			return false, true
+		}
+		if len(a.s) > 1 && a.s[0] == '-' {
 			afterOption = !strings.Contains(a.s, "=")
 			continue
 		}
-		if a.lit {
-			for _, s := range subs {
-				if a.s == s {
-					return true
-				}
+		for _, s := range subs {
+			if a.s == s {
+				return true, false
 			}
 		}
 		if !afterOption {
-			return false
+			return false, false
 		}
 		afterOption = false
 	}
-	return false
+	return false, false
 }
 
 func anyGlob(pats []string, s string, isDir bool) bool {
