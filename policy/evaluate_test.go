@@ -71,6 +71,7 @@ func TestEvaluateTable(t *testing.T) {
 		{"sudo rm -rf /", Deny, "deleting the root or home directory"},
 		{"sudo -u root -- rm -rf /", Deny, "deleting the root or home directory"},
 		{"sudo -E -u root git push -f", Deny, "no force push"},
+		{"sudo -l rm -rf /", Allow, "default"},
 		{"env FOO=1 BAR=2 rm -rf /", Deny, "deleting the root or home directory"},
 		{"env -i PATH=/bin rm -rf /tmp/x", Ask, "deleting files"},
 		{"env -S 'rm -rf /'", Deny, "deleting the root or home directory"},

@@ -33,7 +33,9 @@ type wrapper struct {
 }
 
 var wrappers = map[string]wrapper{
-	"sudo": {valueShort: "CDghpRrTtUu", valueLong: []string{"--chdir", "--close-from", "--group", "--host", "--prompt", "--chroot", "--role", "--type", "--command-timeout", "--other-user", "--user"}},
+	// sudo -l lists, -v validates, -K forgets, -e edits files: none runs
+	// its operand (-k with a command runs it).
+	"sudo": {noRun: "elvK", valueShort: "CDghpRrTtUu", valueLong: []string{"--chdir", "--close-from", "--group", "--host", "--prompt", "--chroot", "--role", "--type", "--command-timeout", "--other-user", "--user"}},
 	"doas": {valueShort: "Cu"},
 	"env": {valueShort: "uCS", valueLong: []string{"--unset", "--chdir", "--split-string", "--block-signal", "--default-signal", "--ignore-signal"},
 		assignments: true, split: 'S'},
