@@ -1,0 +1,385 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// command is one simple command as the policy sees it: a program and its
+// words, or a command whose program cannot be known before it runs.
+type command struct {
+	// prog is the program's name without its directory; "" when the
+	// program word is known only at run time.
+	prog string
+	args []arg
+	// text is the command as written, from its program word to its end,
+	// redirections included; regexes match it.
+	text string
+	// unknown, when set, says why what this command runs cannot be known
+	// before the line runs (eval, source, `$cmd`, a script from a pipe).
+	unknown string
+}
+
+// arg is a word after the program: its value when it is literal (quotes
+// removed), or lit false when it has expansions.
+type arg struct {
+	s   string
+	lit bool
+}
+
+// maxDepth bounds scripts inside scripts (`bash -c "sh -c '…'"`); deeper
+// nesting is unknown rather than a stack to exhaust.
+const maxDepth = 8
+
+// maxScripts bounds the scripts parsed for one line: an alias that uses
+// itself several times (`alias a='a a a'; a`) would otherwise multiply
+// them at every level.
+const maxScripts = 64
+
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
+// scanner collects the simple commands of a line.
+type scanner struct {
+	cmds []command
+	// aliases defined earlier in the line: their values are looked at
+	// where the alias is used.
+	aliases map[string]string
+	// scripts counts the scripts parsed, against maxScripts.
+	scripts int
+}
+
+// script parses src and collects its commands. A script that does not
+// parse is one unknown command.
+func (s *scanner) script(src string, depth int) {
+	if depth > maxDepth {
+		s.cmds = append(s.cmds, command{text: src, unknown: "scripts nested too deep to follow"})
+		return
+	}
+	if s.scripts++; s.scripts > maxScripts {
+		s.cmds = append(s.cmds, command{text: src, unknown: "too many scripts inside the line to follow"})
+		return
+	}
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(src), "")
+	parsers.Put(p)
+	if err != nil {
+		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line does not parse as shell (%v), so what it runs is not known", err)})
+		return
+	}
+	s.file(f, src, depth)
+}
+
+func (s *scanner) file(f *syntax.File, src string, depth int) {
+	// piped holds the statements whose standard input is a pipe: a shell
+	// there reads its script from whatever writes to the pipe.
+	var piped map[*syntax.Stmt]bool
+	syntax.Walk(f, func(n syntax.Node) bool {
+		st, ok := n.(*syntax.Stmt)
+		if !ok {
+			return true
+		}
+		switch c := st.Cmd.(type) {
+		case *syntax.BinaryCmd:
+			if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+				if piped == nil {
+					piped = map[*syntax.Stmt]bool{}
+				}
+				piped[c.Y] = true
+				if piped[st] {
+					piped[c.X] = true
+				}
+			}
+		case *syntax.CallExpr:
+			if len(c.Args) > 0 {
+				end := c.End().Offset()
+				for _, r := range st.Redirs {
+					end = max(end, r.End().Offset())
+				}
+				x := &call{src: src, stmt: st, end: end, piped: piped[st], depth: depth}
+				s.words(x, c.Args)
+			}
+		}
+		return true
+	})
+}
+
+// call is what looking at one simple command needs besides its words.
+type call struct {
+	src   string
+	stmt  *syntax.Stmt
+	end   uint
+	piped bool
+	depth int
+	// appended: words are added to this command when it runs (it is
+	// xargs's command), so a missing program or script comes from input.
+	appended bool
+}
+
+func (x *call) text(from *syntax.Word, end uint) string {
+	start := from.Pos().Offset()
+	if start > end || end > uint(len(x.src)) {
+		return ""
+	}
+	return x.src[start:end]
+}
+
+// words looks at a command given by its words (the whole simple command,
+// or what a wrapper such as sudo runs).
+func (s *scanner) words(x *call, words []*syntax.Word) {
+	s.wordsUpTo(x, words, x.end)
+}
+
+func (s *scanner) wordsUpTo(x *call, words []*syntax.Word, end uint) {
+	text := x.text(words[0], end)
+	name, ok := programWord(words[0])
+	if !ok {
+		s.cmds = append(s.cmds, command{text: text, unknown: fmt.Sprintf("the program %s is known only when the line runs", wordSource(x.src, words[0]))})
+		return
+	}
+	// zsh runs `=prog` as the path of prog.
+	c := command{prog: path.Base(strings.TrimPrefix(name, "=")), text: text}
+	if name == "" {
+		c.prog = ""
+		c.unknown = "the program's name is empty"
+	}
+	c.args = make([]arg, len(words)-1)
+	for i, w := range words[1:] {
+		c.args[i].s, c.args[i].lit = literal(w)
+	}
+	idx := len(s.cmds)
+	s.cmds = append(s.cmds, c)
+	why := s.lookThrough(x, c.prog, words, end)
+	if why != "" {
+		s.cmds[idx].unknown = why
+	}
+}
+
+// lookThrough collects what a program runs besides itself: a wrapper's
+// command, a shell's script, an alias's value. It returns why the
+// command's effect cannot be known, or "".
+func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end uint) string {
+	args := words[1:]
+	if v, ok := s.aliases[prog]; ok {
+		// Bash expands an alias defined earlier on the same line only on
+		// later lines; both readings are checked.
+		rest := ""
+		if len(args) > 0 {
+			rest = " " + x.text(args[0], end)
+		}
+		s.script(v+rest, x.depth+1)
+	}
+	switch prog {
+	case "eval":
+		// Its words are looked at as a script too, so that a literal
+		// `eval 'rm -rf /'` meets the rules for rm.
+		if src, ok := joinLiteral(args); ok {
+			s.script(src, x.depth+1)
+		}
+		return "eval runs words known only when the line runs"
+	case "source", ".":
+		return "source runs a file's lines, not known before the line runs"
+	case "alias":
+		for _, w := range args {
+			v, ok := literal(w)
+			if !ok {
+				return "an alias whose value is known only when the line runs"
+			}
+			if name, val, ok := strings.Cut(v, "="); ok {
+				if s.aliases == nil {
+					s.aliases = map[string]string{}
+				}
+				s.aliases[name] = val
+				// Checked where it is defined: a later line may use it.
+				s.script(val, x.depth+1)
+			}
+		}
+	case "trap":
+		if len(args) == 0 {
+			return ""
+		}
+		v, ok := literal(args[0])
+		switch {
+		case !ok:
+			return "a trap whose commands are known only when the line runs"
+		case v == "-" || v == "" || strings.HasPrefix(v, "-"):
+		default:
+			s.script(v, x.depth+1)
+		}
+	case "find":
+		s.findExec(x, args)
+	case "hash":
+		for _, w := range args {
+			if v, ok := literal(w); !ok || strings.HasPrefix(v, "-") && strings.Contains(v, "p") {
+				return "hash -p makes a name run another program"
+			}
+		}
+	case "su":
+		return s.su(x, args)
+	}
+	if isShell(prog) {
+		return s.shell(x, args)
+	}
+	if w, ok := wrappers[prog]; ok {
+		return s.wrapper(x, w, args, end)
+	}
+	return ""
+}
+
+// findExec looks at the commands of find's -exec, -execdir, -ok, -okdir.
+func (s *scanner) findExec(x *call, args []*syntax.Word) {
+	for i := 0; i < len(args); i++ {
+		v, _ := literal(args[i])
+		if v != "-exec" && v != "-execdir" && v != "-ok" && v != "-okdir" {
+			continue
+		}
+		j := i + 1
+		for j < len(args) {
+			if t, ok := literal(args[j]); ok && (t == ";" || t == "+") {
+				break
+			}
+			j++
+		}
+		if j > i+1 {
+			s.wordsUpTo(x, args[i+1:j], args[j-1].End().Offset())
+		}
+		i = j
+	}
+}
+
+// su runs the argument of -c with the target user's shell.
+func (s *scanner) su(x *call, args []*syntax.Word) string {
+	for i, w := range args {
+		v, ok := literal(w)
+		if !ok {
+			continue
+		}
+		var script *syntax.Word
+		switch {
+		case v == "-c" || v == "--command":
+			if i+1 < len(args) {
+				script = args[i+1]
+			}
+		case strings.HasPrefix(v, "--command="):
+			s.script(strings.TrimPrefix(v, "--command="), x.depth+1)
+			return ""
+		default:
+			continue
+		}
+		if script == nil {
+			return ""
+		}
+		src, ok := literal(script)
+		if !ok {
+			return "the command given to su -c is known only when the line runs"
+		}
+		s.script(src, x.depth+1)
+		return ""
+	}
+	return ""
+}
+
+// wordSource is a word as written, for messages.
+func wordSource(src string, w *syntax.Word) string {
+	a, b := w.Pos().Offset(), w.End().Offset()
+	if a <= b && b <= uint(len(src)) {
+		return src[a:b]
+	}
+	return "word"
+}
+
+// programWord is the program's name when it is known before the line
+// runs: literal, and neither a glob nor a brace expansion that the shell
+// would turn into other words.
+func programWord(w *syntax.Word) (string, bool) {
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "*?[{") {
+			return "", false
+		}
+	}
+	return literal(w)
+}
+
+// literal is a word's value with quotes removed, when it has no
+// expansions. $'…' is not decoded: it counts as an expansion.
+func literal(w *syntax.Word) (string, bool) {
+	if len(w.Parts) == 1 {
+		// The common case, without a builder.
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if !strings.Contains(p.Value, `\`) {
+				return p.Value, true
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return p.Value, true
+			}
+			return "", false
+		}
+	}
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			unescape(&b, p.Value, false)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				unescape(&b, l.Value, true)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// unescape removes the backslashes the shell removes: before any
+// character outside quotes, before $ ` " \ and newline inside double
+// quotes. A backslash-newline disappears.
+func unescape(b *strings.Builder, s string, dq bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		n := s[i+1]
+		switch {
+		case n == '\n':
+			i++
+		case !dq || strings.IndexByte("$`\"\\", n) >= 0:
+			b.WriteByte(n)
+			i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+// joinLiteral joins literal words with spaces, as eval does.
+func joinLiteral(ws []*syntax.Word) (string, bool) {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		v, ok := literal(w)
+		if !ok {
+			return "", false
+		}
+		parts[i] = v
+	}
+	return strings.Join(parts, " "), true
+}
