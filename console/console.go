@@ -43,6 +43,12 @@ type Options struct {
 	// Write lets a person type into sessions (--console-write); read-only
 	// otherwise.
 	Write bool
+	// Approve lets a person logged in with an approver's URL decide the
+	// commands the policy holds (--console-approve; see approvers).
+	Approve bool
+	// ApproverToken is TRL_APPROVER_TOKEN: a login URL asked for with it
+	// is an approver's.
+	ApproverToken string
 	// BearerToken, when set, is accepted from programs instead of the
 	// cookie.
 	BearerToken string
@@ -55,27 +61,38 @@ type Options struct {
 
 // Console is an http.Handler for /console/.
 type Console struct {
-	opts   Options
-	auth   *auth
-	files  http.Handler
-	viewer viewerLimits
+	opts      Options
+	auth      *auth
+	approvers *approvers
+	files     http.Handler
+	viewer    viewerLimits
 }
 
 // New returns a Console.
 func New(opts Options) *Console {
 	sub, _ := fs.Sub(static, "static")
 	return &Console{
-		opts:   opts,
-		auth:   newAuth(opts.BearerToken),
-		files:  http.StripPrefix("/console/", http.FileServer(http.FS(sub))),
-		viewer: defaultViewerLimits,
+		opts:      opts,
+		auth:      newAuth(opts.BearerToken),
+		approvers: newApprovers(opts.ApproverToken),
+		files:     http.StripPrefix("/console/", http.FileServer(http.FS(sub))),
+		viewer:    defaultViewerLimits,
 	}
 }
 
 // LoginURL returns a one-time login URL on base (such as
-// "http://127.0.0.1:8080"): good once, for five minutes.
+// "http://127.0.0.1:8080"): good once, for five minutes. The daemon logs
+// one at start for its operator: with Approve, it is an approver's.
 func (c *Console) LoginURL(base string) string {
-	return strings.TrimRight(base, "/") + "/console/login?token=" + url.QueryEscape(c.auth.newLogin())
+	return c.loginURLFor(base, c.opts.Approve)
+}
+
+func (c *Console) loginURLFor(base string, approver bool) string {
+	tok := c.auth.newLogin()
+	if approver {
+		c.approvers.grantLogin(tok)
+	}
+	return strings.TrimRight(base, "/") + "/console/login?token=" + url.QueryEscape(tok)
 }
 
 // ServeHTTP routes /console/... requests.
@@ -115,6 +132,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.sessions(w, r)
 	case p == "/console/api/commands":
 		c.commands(w, r)
+	case p == "/console/api/approvals":
+		c.approvals(w, r)
+	case p == "/console/api/approve":
+		c.approve(w, r)
 	case p == "/console/api/recordings":
 		c.recordings(w, r)
 	case strings.HasPrefix(p, "/console/api/recordings/"):
@@ -131,7 +152,8 @@ var nextView = regexp.MustCompile(`^#[A-Za-z0-9/_.%-]{0,200}$`)
 // login exchanges a one-time token for the cookie, and drops the token
 // from the address bar by redirecting.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	cookie, ok := c.auth.redeem(r.URL.Query().Get("token"))
+	tok := r.URL.Query().Get("token")
+	cookie, ok := c.auth.redeem(tok)
 	if !ok {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusForbidden)
@@ -139,6 +161,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.opts.Logger.Warn().Str("remote", r.RemoteAddr).Msg("console: refused a used or expired login token")
 		return
 	}
+	c.approvers.redeemed(tok, cookie)
 	http.SetCookie(w, &http.Cookie{
 		Name: cookieName, Value: cookie, Path: "/console/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
@@ -161,7 +184,8 @@ func (c *Console) loginURL(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "POST only"})
 		return
 	}
-	if !c.auth.hasTok || !c.auth.check(r) {
+	approver := c.opts.Approve && c.approvers.bearer(r)
+	if !approver && (!c.auth.hasTok || !c.auth.check(r)) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "send the daemon's bearer token: Authorization: Bearer <TRL_AUTH_TOKEN>"})
 		return
 	}
@@ -169,7 +193,9 @@ func (c *Console) loginURL(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"url": c.LoginURL(scheme + "://" + r.Host)})
+	// Asked with the agent's token, the URL watches; with the approver's,
+	// it may also decide approvals.
+	writeJSON(w, http.StatusOK, map[string]string{"url": c.loginURLFor(scheme+"://"+r.Host, approver)})
 }
 
 // caller marks the console's calls for the metrics and the audit log.

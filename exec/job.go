@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,15 @@ type Line interface {
 	Cause() error
 }
 
+// Gate holds a command until a person decides (SPEC §16): the command's
+// line is not written to the shell before Decided closes with Approved.
+type Gate interface {
+	// Decided is closed once the decision is made (or has timed out).
+	Decided() <-chan struct{}
+	// Approved reports the decision; valid once Decided is closed.
+	Approved() bool
+}
+
 // Shell starts command lines: InSession adapts a session.
 type Shell interface {
 	Start(c session.Command, sink session.Sink) (Line, error)
@@ -84,6 +94,9 @@ type Request struct {
 	// MaxOutput is the output budget of one status (exec.input may
 	// change it with SetMax).
 	MaxOutput int
+	// Gate, when set, holds the command until a person approves it; a
+	// denial ends it without running.
+	Gate Gate
 }
 
 // Validate checks what the shell cannot carry.
@@ -137,6 +150,10 @@ type Exit struct {
 	// Cause says why.
 	SessionExited bool
 	Cause         error
+	// Denied is set when its Gate was not approved; NotRun when its
+	// line never reached the shell (denied, cancelled while it waited,
+	// or the shell could not take it).
+	Denied, NotRun bool
 }
 
 // Job is one command: its id and text, the session line running it, its
@@ -154,9 +171,16 @@ type Job struct {
 	opts                    Options
 	timeout                 time.Duration
 	reg                     *Registry
+	shell                   Shell
+	cmd                     session.Command
+	gate                    Gate
 
 	line  Line
-	ready chan struct{} // closed once Start has set line (the line may end before)
+	ready chan struct{} // closed once line is set (the line may end before)
+	// gated is closed once the command has passed its Gate: its line was
+	// started, or it ended without running. Closed from the start when
+	// there is no Gate.
+	gated chan struct{}
 	done  chan struct{} // closed once the exit is recorded and OnExit has run
 
 	// requests reach the supervisor, the one goroutine that signals
@@ -174,6 +198,7 @@ type Job struct {
 type state struct {
 	timedOut, canceled bool
 	exit               *Exit
+	ran                time.Time // when the line was written to the shell
 	ended              time.Time
 	sent               [2]int64 // output offsets the statuses have carried
 	yielded            bool     // a status returned before the end
@@ -217,25 +242,38 @@ func Start(shell Shell, reg *Registry, r Request, opts Options) (*Job, error) {
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
+	now := opts.Clock.Now()
 	j := &Job{
 		id: r.ID, text: r.Command, method: r.Method, actor: r.Actor,
 		sessionID: r.SessionID, sess: r.Session, out: r.Output,
-		opts: opts, timeout: r.Timeout, reg: reg,
-		started:  opts.Clock.Now(),
+		opts: opts, timeout: r.Timeout, reg: reg, shell: shell, gate: r.Gate,
+		started:  now,
 		ready:    make(chan struct{}),
+		gated:    make(chan struct{}),
 		done:     make(chan struct{}),
 		requests: make(chan signalRequest),
 		stop:     make(chan struct{}),
-		st:       state{max: r.MaxOutput},
+		st:       state{max: r.MaxOutput, ran: now},
 	}
 	j.watch = NewWatch(r.Output)
+	j.cmd = session.Command{Text: r.Command, Env: r.Env, Stdin: r.Stdin, Done: j.lineDone}
 	reg.starting()
-	line, err := shell.Start(session.Command{Text: r.Command, Env: r.Env, Stdin: r.Stdin, Done: j.lineDone}, j.watch)
+	if j.gate != nil {
+		// Registered at once, holding its session (SESSION_BUSY for the
+		// next command); the supervisor waits for the decision.
+		reg.add(j)
+		j.mu.Lock()
+		j.supervise()
+		j.mu.Unlock()
+		return j, nil
+	}
+	line, err := shell.Start(j.cmd, j.watch)
 	if err != nil {
 		reg.notStarted()
 		return nil, err
 	}
 	j.line = line
+	close(j.gated)
 	reg.add(j)
 	if j.timeout > 0 {
 		j.mu.Lock()
@@ -244,6 +282,48 @@ func Start(shell Shell, reg *Registry, r Request, opts Options) (*Job, error) {
 	}
 	close(j.ready)
 	return j, nil
+}
+
+// passGate waits for the Gate's decision and starts the line when it is
+// approved. A denial, a cancel or a shell that cannot take the line ends
+// the Job without running it; passGate then reports false.
+func (j *Job) passGate() bool {
+	select {
+	case <-j.gate.Decided():
+	case req := <-j.requests:
+		j.endUnrun(Exit{ExitCode: 128 + int(unix.SIGINT), Canceled: true})
+		req.reply <- signalReply{sent: req.sig}
+		return false
+	}
+	if !j.gate.Approved() {
+		j.endUnrun(Exit{ExitCode: DeniedExitCode, Denied: true})
+		return false
+	}
+	now := j.opts.Clock.Now()
+	update(j, func(st *state) struct{} { st.ran = now; return struct{}{} })
+	line, err := j.shell.Start(j.cmd, j.watch)
+	if err != nil {
+		j.endUnrun(Exit{ExitCode: DeniedExitCode, Cause: err, SessionExited: errors.Is(err, session.ErrExited)})
+		return false
+	}
+	j.line = line
+	close(j.gated)
+	close(j.ready)
+	return true
+}
+
+// DeniedExitCode is the exit code of a command that never ran (126: found,
+// not executed).
+const DeniedExitCode = 126
+
+// endUnrun ends a Job whose line was never started.
+func (j *Job) endUnrun(x Exit) {
+	x.NotRun = true
+	now := j.opts.Clock.Now()
+	x.Duration = now.Sub(j.started)
+	update(j, func(s *state) struct{} { s.exit, s.ended = &x, now; return struct{}{} })
+	close(j.gated)
+	j.end(x)
 }
 
 // supervise starts the supervisor unless it runs or the command has
@@ -265,9 +345,13 @@ func (j *Job) supervise() {
 // if it has just ended, the signal goes nowhere rather than to the next
 // command.
 func (j *Job) supervisor() {
+	if j.gate != nil && !j.passGate() {
+		return
+	}
 	var deadline <-chan time.Time
 	if j.timeout > 0 {
-		t := j.opts.Clock.NewTimer(j.timeout - j.opts.Clock.Now().Sub(j.started))
+		ran := update(j, func(st *state) time.Time { return st.ran })
+		t := j.opts.Clock.NewTimer(j.timeout - j.opts.Clock.Now().Sub(ran))
 		defer t.Stop()
 		deadline = t.C()
 		step := 0
@@ -318,7 +402,6 @@ func (j *Job) signal(sig unix.Signal, flag func(*state) *bool) signalReply {
 // marks it canceled. It returns the signal actually sent (see
 // session.Signal); ErrNotRunning once the command has ended.
 func (j *Job) Cancel(sig unix.Signal) (unix.Signal, error) {
-	<-j.ready
 	if !update(j, func(*state) bool {
 		j.supervise()
 		return j.supervised && j.st.exit == nil
@@ -346,7 +429,7 @@ func (j *Job) lineDone() {
 	x := update(j, func(s *state) Exit {
 		x := Exit{
 			ExitCode:      st.ExitCode,
-			Duration:      now.Sub(j.started),
+			Duration:      now.Sub(s.ran),
 			TimedOut:      s.timedOut,
 			Canceled:      s.canceled,
 			Cwd:           st.Cwd,
@@ -356,6 +439,12 @@ func (j *Job) lineDone() {
 		s.exit, s.ended = &x, now
 		return x
 	})
+	j.end(x)
+}
+
+// end finishes an ended Job: the supervisor stops, the output store is
+// flushed, OnExit runs, the Job moves to the retained ones, Done closes.
+func (j *Job) end(x Exit) {
 	close(j.stop)
 	j.out.finish(x)
 	if j.opts.OnExit != nil {
@@ -398,6 +487,24 @@ func (j *Job) Collector() *Collector { c, _ := j.out.(*Collector); return c }
 
 // Stream is its window of recent output (exec.stream), or nil.
 func (j *Job) Stream() *Stream { s, _ := j.out.(*Stream); return s }
+
+// Gate is what holds the command for approval (nil: nothing).
+func (j *Job) Gate() Gate { return j.gate }
+
+// Gated is closed once the command has passed its Gate (its line
+// started, or it ended without running); closed from the start without
+// one.
+func (j *Job) Gated() <-chan struct{} { return j.gated }
+
+// Awaiting reports whether the command still waits for its approval.
+func (j *Job) Awaiting() bool {
+	select {
+	case <-j.gated:
+		return false
+	default:
+		return true
+	}
+}
 
 // Done is closed once the command has ended, its exit is recorded and
 // OnExit has run.

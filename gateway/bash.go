@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -56,7 +57,13 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 	cmdBy, answerBy := budget(arrived, timeout)
 	ctx, cancel := context.WithDeadline(g.ctx, answerBy)
 	defer cancel()
-	ctx = protocol.WithCaller(ctx, protocol.Caller{Transport: "gateway", Actor: actor})
+	caller := protocol.Caller{Transport: "gateway", Actor: actor}
+	if req.ToolCallID != "" {
+		// A retried call shares the first call's approval (SPEC §16).
+		k := memoKey(req.TenantID, req.ToolCallID)
+		caller.ApprovalKey = "gateway:" + hex.EncodeToString(k[:])
+	}
+	ctx = protocol.WithCaller(ctx, caller)
 
 	s, err := g.acquire(ctx, req.TenantID, req.WorkspaceID, req.SessionID)
 	if err != nil {
@@ -70,10 +77,13 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 	}
 	out := newCollector(g.opts.MaxOutputBytes, updateInterval)
 	var exit *protocol.ExitNotification
+	var approval *protocol.ApprovalNotification
 	emit := func(method string, params any) error {
 		switch n := params.(type) {
 		case protocol.OutputNotification:
 			out.add(n.Stream, n.Data, n.LostBytes, g.opts.now())
+		case protocol.ApprovalNotification:
+			approval = &n
 		case protocol.ExitNotification:
 			exit = &n
 		default:
@@ -89,6 +99,18 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 	output := out.output()
 	ms := timeout.Milliseconds()
 	switch {
+	case exit == nil && approval != nil && approval.State == protocol.StateAwaitingApproval:
+		// Fail-closed: no decision within the call's time is a denial;
+		// the command, which never ran, is withdrawn.
+		_, _ = g.api.ExecCancel(context.WithoutCancel(ctx), protocol.ExecCancelParams{ExecID: started.ExecID})
+		return encode(failure(string(protocol.CodeCommandDenied),
+			"the command needs a person's approval (%s: %s) and none came within the call's %d ms; nothing was run", approval.Approval.Rule, approval.Approval.Reason, ms)), true
+	case exit != nil && exit.Denied:
+		reason := "it was denied"
+		if approval != nil {
+			reason = fmt.Sprintf("%s (%s); the approver said: %s", approval.Approval.Reason, approval.Approval.Rule, approval.Approval.DecisionReason)
+		}
+		return encode(failure(string(protocol.CodeCommandDenied), "the command was not approved: %s; nothing was run", reason)), true
 	case prompt() != nil && (exit == nil || exit.Canceled):
 		// A gateway call cannot answer a prompt: say so at once, with
 		// the prompt and the output so far; the command was interrupted.
@@ -214,7 +236,7 @@ func (g *Gateway) notRun(err error, waiting string) ([]byte, bool) {
 			"the call's time ran out %s; nothing was run. Retry once the earlier command has finished", waiting)), false
 	}
 	pe := protocol.AsError(err)
-	keep := pe.Code == protocol.CodeInvalidParams
+	keep := pe.Code == protocol.CodeInvalidParams || pe.Code == protocol.CodeCommandDenied
 	return encode(failure(string(pe.Code), "%s", pe.Message)), keep
 }
 

@@ -36,6 +36,7 @@ type Prometheus struct {
 	conns          *prometheus.GaugeVec
 	connsTotal     *prometheus.CounterVec
 	consoleViewers prometheus.Gauge
+	policy         *prometheus.CounterVec
 }
 
 // New returns a Prometheus recorder with every trl metric registered.
@@ -68,6 +69,9 @@ func New(opts Options) *Prometheus {
 		consoleViewers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "trl_console_viewers", Help: "Web console viewers connected now.",
 		}),
+		policy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trl_policy_decisions_total", Help: "Decisions on command lines by the policy's action (allow, ask, deny) and outcome (ran, denied, approved, rejected, timed_out, canceled).",
+		}, []string{"action", "outcome"}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "trl_build_info",
@@ -75,7 +79,7 @@ func New(opts Options) *Prometheus {
 		ConstLabels: prometheus.Labels{"version": opts.Version, "goversion": goruntime.Version()},
 	})
 	build.Set(1)
-	p.reg.MustRegister(p.sessions, p.commands, p.duration, p.outputBytes, p.requests, p.conns, p.connsTotal, p.consoleViewers, build)
+	p.reg.MustRegister(p.sessions, p.commands, p.duration, p.outputBytes, p.requests, p.conns, p.connsTotal, p.consoleViewers, p.policy, build)
 	if f := opts.ActiveSessions; f != nil {
 		p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "trl_sessions_active", Help: "Sessions the daemon holds now (idle, busy, or exited and not yet destroyed).",
@@ -117,6 +121,10 @@ func (p *Prometheus) ConnOpened(transport string) {
 func (p *Prometheus) ConnClosed(transport string) { p.conns.WithLabelValues(transport).Dec() }
 
 func (p *Prometheus) ConsoleViewers(delta int) { p.consoleViewers.Add(float64(delta)) }
+
+func (p *Prometheus) PolicyDecision(action, outcome string) {
+	p.policy.WithLabelValues(action, outcome).Inc()
+}
 
 // methodLabel keeps the method label's values a small fixed set: a
 // client's made-up method names all count as "other".

@@ -28,6 +28,10 @@ type Recorder interface {
 	// ConsoleViewers moves the gauge of web console viewers by delta
 	// (+1 when one connects, -1 when it leaves).
 	ConsoleViewers(delta int)
+	// PolicyDecision counts one decision on a command line (SPEC §16):
+	// the policy's action (allow, ask, deny) and the outcome (ran,
+	// denied, approved, rejected, timed_out, canceled).
+	PolicyDecision(action, outcome string)
 }
 
 // Outcome is how a command ended.
@@ -109,3 +113,4 @@ func (Nop) Request(string, string, string)                           {}
 func (Nop) ConnOpened(string)                                        {}
 func (Nop) ConnClosed(string)                                        {}
 func (Nop) ConsoleViewers(int)                                       {}
+func (Nop) PolicyDecision(string, string)                            {}

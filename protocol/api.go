@@ -33,6 +33,7 @@ type API interface {
 	ExecInput(ctx context.Context, p ExecInputParams) (ExecStatus, error)
 	ExecWait(ctx context.Context, p ExecWaitParams) (ExecStatus, error)
 	ExecList(ctx context.Context, p ExecListParams) (ExecList, error)
+	ExecApprove(ctx context.Context, p ExecApproveParams) (ExecApproveResult, error)
 
 	SystemPing(ctx context.Context, p PingParams) (PingResult, error)
 	SystemStats(ctx context.Context, p StatsParams) (StatsResult, error)
@@ -61,6 +62,14 @@ type Caller struct {
 	// its tenant and workspace), never from the wire: under `trl serve
 	// --isolate`, sessions created with one key share one uid.
 	IsolationKey string
+	// Approver is set by a front-end that authenticated a person allowed
+	// to decide approvals (HTTP with TRL_APPROVER_TOKEN, the console with
+	// --console-approve): never from the agent's token or the socket.
+	Approver bool
+	// ApprovalKey, set by an in-process caller (the gateway, with its
+	// toolCallId), makes a retried call share the first call's approval:
+	// a person is never asked twice for one call.
+	ApprovalKey string
 }
 
 type callerKey struct{}

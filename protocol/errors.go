@@ -51,6 +51,7 @@ var rpcCodes = map[Code]int{
 	CodeStreamNotFound:  -32008,
 	CodeShuttingDown:    -32009,
 	CodeInvalidState:    -32010,
+	CodeCommandDenied:   -32011,
 }
 
 // RPCCode returns the JSON-RPC 2.0 error number for c.

@@ -79,6 +79,9 @@ type ExecStatus struct {
 	Input        *InputWait `json:"input"`
 	AltScreen    bool       `json:"alt_screen"`
 	Screen       *Screen    `json:"screen"`
+	// Approval is set while the command awaits a person's approval, and
+	// after, with the decision (SPEC §16).
+	Approval *Approval `json:"approval,omitempty"`
 }
 
 // WaitParams are the wait options of exec.run and exec.input: YieldMS
@@ -158,6 +161,8 @@ type ExecSummary struct {
 	StdoutBytes int64      `json:"stdout_bytes"`
 	StderrBytes int64      `json:"stderr_bytes"`
 	ExitCode    *int       `json:"exit_code"`
+	// Approval is the approval the command awaits or had (SPEC §16).
+	Approval *Approval `json:"approval,omitempty"`
 }
 
 // ExecList is exec.list's result.

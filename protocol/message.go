@@ -304,6 +304,10 @@ func (st *ExecStatus) encodeFields(e *encoder) {
 	} else {
 		e.value(st.Screen)
 	}
+	if st.Approval != nil {
+		e.key(`,"approval":`)
+		e.value(st.Approval)
+	}
 }
 
 // encodeFields encodes an ExecReadResult as encoding/json would: a page of

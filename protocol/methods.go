@@ -129,4 +129,7 @@ type ExitNotification struct {
 	StdoutBytes   int64  `json:"stdout_bytes"`
 	StderrBytes   int64  `json:"stderr_bytes"`
 	SessionExited bool   `json:"session_exited,omitempty"`
+	// Denied is set when the command never ran: the policy or a person
+	// denied it, or its approval timed out.
+	Denied bool `json:"denied,omitempty"`
 }

@@ -127,6 +127,7 @@ var table = []struct {
 	{protocol.MethodExecInput, unary(protocol.MethodExecInput, (*Runtime).ExecInput)},
 	{protocol.MethodExecWait, unary(protocol.MethodExecWait, (*Runtime).ExecWait)},
 	{protocol.MethodExecList, unary(protocol.MethodExecList, (*Runtime).ExecList)},
+	{protocol.MethodExecApprove, unary(protocol.MethodExecApprove, (*Runtime).ExecApprove)},
 	{protocol.MethodSystemPing, unary(protocol.MethodSystemPing, (*Runtime).SystemPing)},
 	{protocol.MethodSystemStats, unary(protocol.MethodSystemStats, (*Runtime).SystemStats)},
 }

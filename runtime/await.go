@@ -124,7 +124,7 @@ func (rt *Runtime) check(c *exec.Job, u until, pr *probe, now time.Time) (ev eve
 		}
 		next = q
 	}
-	if u.input {
+	if u.input && !c.Awaiting() {
 		if !last.Equal(pr.last) || pr.at.IsZero() {
 			pr.last, pr.every, pr.seen = last, firstProbe, false
 			pr.at = last.Add(firstProbe)

@@ -12,7 +12,27 @@ import (
 // launch starts r in s as one exec.Job, registered in the one registry.
 // The Job owns the command from here to its end; onExit (audit, metrics)
 // runs on its end, before its Done closes.
+// The command line is checked against the policy first: a denied one never
+// starts, one a person must decide starts held by its approval.
 func (rt *Runtime) launch(ctx context.Context, s *session.Session, r exec.Request, onExit func(*exec.Job, exec.Exit)) (*exec.Job, error) {
+	if j := rt.current(s); j != nil && j.Awaiting() {
+		// The session is held for a command that waits for approval.
+		return nil, rt.busyError(s, session.ErrBusy)
+	}
+	gate, err := rt.admit(ctx, s, r.Command)
+	if err != nil {
+		return nil, err
+	}
+	if gate != nil {
+		r.Gate = gate
+		exit := onExit
+		onExit = func(j *exec.Job, x exec.Exit) {
+			if x.NotRun {
+				rt.unapproved(j, x)
+			}
+			exit(j, x)
+		}
+	}
 	r.Session, r.SessionID = s, s.ID()
 	r.Actor = protocol.CallerFrom(ctx).Actor
 	return exec.Start(exec.InSession(s), rt.jobs, r, exec.Options{OnExit: onExit})
@@ -42,11 +62,16 @@ func (rt *Runtime) summary(j *exec.Job) protocol.ExecSummary {
 		StartedAt:   j.Started().UTC().Format(time.RFC3339Nano),
 		StdoutBytes: act.StdoutBytes,
 		StderrBytes: act.StderrBytes,
+		Approval:    approvalOf(j),
 	}
 	if x, ended := j.Exit(); ended {
 		sum.State = protocol.StateExited
 		code := x.ExitCode
 		sum.ExitCode = &code
+		return sum
+	}
+	if j.Awaiting() {
+		sum.State = protocol.StateAwaitingApproval
 		return sum
 	}
 	if in := rt.inputWait(j); in != nil {

@@ -116,6 +116,11 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 	if err != nil {
 		return protocol.ExecStatus{}, rt.startError(s, err)
 	}
+	if c.Awaiting() {
+		// Nothing runs until a person decides: the status says so at
+		// once (SPEC §16); exec.wait follows it.
+		return rt.status(c, event{reason: protocol.ReasonApproval}, p.Render, true), nil
+	}
 	// The command runs to its end even if the caller goes away: a shell
 	// cannot be left half-way through a command. Only a yield or an
 	// until event returns before the end (SPEC §8).
@@ -148,10 +153,13 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 			SessionID:   s.ID(),
 		}
 		fillExit(&res, x)
+		approvalStatus(&res, c, x, true)
 		c.Reported()
 	}
 	if p.Check {
 		switch {
+		case x.Denied:
+			return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeCommandDenied, Message: "the command was not approved: " + res.Approval.DecisionReason + "; nothing was run", Data: res}
 		case x.TimedOut:
 			return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeCommandTimeout, Message: "command timed out after " + r.Timeout.String(), Data: res}
 		case x.ExitCode != 0:
@@ -197,7 +205,7 @@ func (rt *Runtime) execStream(ctx context.Context, p protocol.ExecParams) (proto
 	}
 	st := exec.NewStream(session.NewID("st-", 8), s.ID(), rt.jobs.Options().Window)
 	r.ID, r.Method, r.Output, r.MaxOutput = st.ID, protocol.MethodExecStream, st, exec.DefaultMaxOutput
-	_, err = rt.launch(ctx, s, r, func(c *exec.Job, x exec.Exit) {
+	job, err := rt.launch(ctx, s, r, func(c *exec.Job, x exec.Exit) {
 		rt.auditCommand(c, x, false)
 		stdout, stderr := st.Totals()
 		recordCommand(c.Method(), x, stdout, stderr)
@@ -207,13 +215,16 @@ func (rt *Runtime) execStream(ctx context.Context, p protocol.ExecParams) (proto
 	}
 	reader := st.NewReader(0, 0)
 	return protocol.ExecStreamStarted{StreamID: st.ID, SessionID: s.ID(), ExecID: st.ID},
-		func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) }, nil
+		func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, job, st, reader, emit) }, nil
 }
 
 // follow sends a stream's output as exec.output notifications, then its
 // exec.exit, until the stream ends or ctx does (the client went away; the
 // command goes on).
-func follow(ctx context.Context, st *exec.Stream, r *exec.Reader, emit protocol.Emitter) error {
+func follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *exec.Reader, emit protocol.Emitter) error {
+	if err := followApproval(ctx, j, emit); err != nil {
+		return err
+	}
 	var seq int64
 	for {
 		chunks, exit, err := r.Next(ctx)
@@ -246,6 +257,7 @@ func follow(ctx context.Context, st *exec.Stream, r *exec.Reader, emit protocol.
 				StdoutBytes:   out,
 				StderrBytes:   errb,
 				SessionExited: exit.SessionExited,
+				Denied:        exit.Denied,
 			})
 		}
 	}
@@ -397,10 +409,14 @@ func (rt *Runtime) execAttach(ctx context.Context, p protocol.ExecAttachParams) 
 	if out, errb := st.Totals(); p.Offset > out || p.StderrOffset > errb {
 		return protocol.ExecAttachResult{}, nil, protocol.Errorf(protocol.CodeInvalidParams, "offsets %d/%d are past the end of the output (%d/%d bytes so far)", p.Offset, p.StderrOffset, out, errb)
 	}
+	job, err := rt.jobs.Get(st.ID)
+	if err != nil {
+		return protocol.ExecAttachResult{}, nil, err
+	}
 	reader := st.NewReader(p.Offset, p.StderrOffset)
 	_, finished := st.Done()
 	return protocol.ExecAttachResult{StreamID: st.ID, SessionID: st.SessionID, Offset: p.Offset, StderrOffset: p.StderrOffset, Running: !finished},
-		func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, st, reader, emit) }, nil
+		func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, job, st, reader, emit) }, nil
 }
 
 // ExecCancel is the typed execCancel.

@@ -58,6 +58,7 @@ func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) pr
 			st.Stdout = "" // the screen is the text a reader sees
 		}
 	}
+	approvalStatus(&st, c, x, ended)
 	if advance {
 		c.Advance(ends)
 	}
@@ -72,6 +73,8 @@ func fillExit(st *protocol.ExecStatus, x exec.Exit) {
 	st.TimedOut, st.Canceled = x.TimedOut, x.Canceled
 	st.Cwd, st.SessionExited = x.Cwd, x.SessionExited
 	switch {
+	case x.Denied:
+		st.Reason = protocol.ReasonDenied
 	case x.TimedOut:
 		st.Reason = protocol.ReasonTimeout
 	case x.Canceled:

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/approval"
 	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/policy"
 	"github.com/trl-project/trl/session"
 )
 
@@ -16,6 +18,10 @@ var Version = "0.1.0-dev"
 // Options configure a Runtime. Zero values mean the documented defaults.
 type Options struct {
 	Sessions session.Options
+	// Policy, when it holds a policy, checks every command line before it
+	// runs (SPEC §16); Approvals holds the commands a person must decide.
+	Policy    *policy.Evaluator
+	Approvals *approval.Registry
 	// Commands configure the registry of commands: each stream's window,
 	// how long and how many finished commands stay addressable.
 	Commands exec.RegistryOptions
@@ -71,6 +77,10 @@ func New(opts Options) *Runtime {
 // until ctx ends.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	rt.BeginShutdown()
+	if rt.opts.Approvals != nil {
+		// Commands awaiting a person end denied: nobody will decide now.
+		rt.opts.Approvals.Close()
+	}
 	rt.sessions.CloseAll()
 	done := make(chan struct{})
 	go func() {

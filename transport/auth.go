@@ -2,7 +2,9 @@ package transport
 
 import (
 	"crypto/sha256"
+
 	"crypto/subtle"
+	"github.com/trl-project/trl/protocol"
 	"net"
 	"net/http"
 	"strconv"
@@ -15,6 +17,19 @@ type bearer struct {
 }
 
 func newBearer(token string) bearer { return bearer{sum: sha256.Sum256([]byte(token))} }
+
+// newApprover is the approver token's bearer, nil when there is none.
+func newApprover(token string) *bearer {
+	if token == "" {
+		return nil
+	}
+	b := newBearer(token)
+	return &b
+}
+
+// approverMethods are what the approver token may call: deciding, and
+// seeing what waits.
+var approverMethods = map[string]bool{protocol.MethodExecApprove: true, protocol.MethodExecList: true}
 
 // check reports whether r carries the token as "Authorization: Bearer
 // <token>". Both sides are hashed first, so the comparison takes the same

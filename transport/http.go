@@ -32,6 +32,10 @@ type HTTPOptions struct {
 	// Token is the bearer token every request but GET /healthz must
 	// carry. ListenHTTP refuses an empty one.
 	Token string
+	// ApproverToken, when set, is a second token that may only decide
+	// approvals (exec.approve) and list commands (exec.list) on /rpc: a
+	// person's, never the agent's (SPEC §16). It must differ from Token.
+	ApproverToken string
 	// Gateway, when set, serves POST /execute (behind the same token,
 	// Host check, body cap and in-flight cap as /rpc). The request it
 	// sees has its body already read into memory.
@@ -100,6 +104,7 @@ type HTTPServer struct {
 	ln       net.Listener
 	loopback bool
 	auth     bearer
+	approver *bearer // nil: no approver token
 	srv      *http.Server
 	slots    chan struct{}
 	// ctx is the base of every request's context; cancelled by Close so
@@ -122,6 +127,9 @@ func ListenHTTP(addr string, opts HTTPOptions) (*HTTPServer, error) {
 	if opts.Token == "" {
 		return nil, errors.New("transport: refusing to serve HTTP without a bearer token")
 	}
+	if opts.ApproverToken != "" && opts.ApproverToken == opts.Token {
+		return nil, errors.New("transport: TRL_APPROVER_TOKEN must differ from TRL_AUTH_TOKEN: the agent's token must never approve its own commands")
+	}
 	opts.defaults()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -132,6 +140,7 @@ func ListenHTTP(addr string, opts HTTPOptions) (*HTTPServer, error) {
 		ln:       ln,
 		loopback: isLoopbackAddr(ln.Addr()),
 		auth:     newBearer(opts.Token),
+		approver: newApprover(opts.ApproverToken),
 		slots:    make(chan struct{}, opts.MaxInFlight),
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())

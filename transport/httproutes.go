@@ -79,7 +79,13 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.opts.Probes.ServeHTTP(w, r)
 		return
 	}
-	if !s.auth.check(r) {
+	agent := s.auth.check(r)
+	approver := !agent && s.approver != nil && s.approver.check(r)
+	if approver && r.URL.Path != "/rpc" {
+		writeEnvelope(w, http.StatusForbidden, protocol.CodeAuthFailed, "the approver token may only call exec.approve and exec.list on POST /rpc")
+		return
+	}
+	if !agent && !approver {
 		msg := "missing or wrong bearer token; send the header 'Authorization: Bearer <TRL_AUTH_TOKEN>'"
 		if r.URL.RawQuery != "" {
 			msg += " (a token in the URL is never accepted)"
@@ -102,7 +108,7 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	var serve func(*stallWriter, *http.Request, []byte)
 	switch {
 	case r.URL.Path == "/rpc":
-		serve = func(w *stallWriter, r *http.Request, body []byte) { s.serveRPC(w, r, body, h) }
+		serve = func(w *stallWriter, r *http.Request, body []byte) { s.serveRPC(w, r, body, h, approver) }
 	case r.URL.Path == "/execute" && s.opts.Gateway != nil:
 		serve = func(w *stallWriter, r *http.Request, body []byte) {
 			r.Body = io.NopCloser(bytes.NewReader(body))

@@ -11,14 +11,23 @@ import (
 // says whether the transport understood the request (400 for a body that is
 // not a request); the envelope says how the method went, so a method's
 // error is 200 with ok:false, as on the socket.
-func (s *HTTPServer) serveRPC(w *stallWriter, r *http.Request, body []byte, h protocol.Handler) {
+func (s *HTTPServer) serveRPC(w *stallWriter, r *http.Request, body []byte, h protocol.Handler, approver bool) {
 	req, perr := protocol.Decode(body)
 	if perr != nil {
 		_ = writeMessage(w, http.StatusBadRequest, protocol.ErrorMessage(req, perr))
 		return
 	}
+	if approver && !approverMethods[req.Method] {
+		_ = writeMessage(w, http.StatusForbidden, protocol.ErrorMessage(req, protocol.Errorf(protocol.CodeAuthFailed,
+			"the approver token may only call exec.approve and exec.list; use TRL_AUTH_TOKEN for %s", clipString(req.Method, 64))))
+		return
+	}
+	who := caller{transport: "http", actor: actor(r), log: s.opts.Logger, approver: approver}
+	if approver {
+		who.actor = "approver " + who.actor
+	}
 	out := &httpReplier{w: w, r: r}
-	answer(r.Context(), h, caller{transport: "http", actor: actor(r), log: s.opts.Logger}, req, out)
+	answer(r.Context(), h, who, req, out)
 	if !out.replied {
 		// JSON-RPC: a notification runs and gets no answer.
 		w.WriteHeader(http.StatusNoContent)

@@ -28,6 +28,8 @@ type caller struct {
 	transport string // for the metrics: "unix", "stdio", "http"
 	actor     string // for the audit log
 	log       zerolog.Logger
+	// approver is set when the request carried the approver token.
+	approver bool
 }
 
 // answer runs one decoded request through h and answers it through out:
@@ -50,7 +52,7 @@ func answer(ctx context.Context, h protocol.Handler, who caller, req *protocol.R
 		}
 	}()
 
-	ctx = protocol.WithCaller(ctx, protocol.Caller{Transport: who.transport, Actor: who.actor})
+	ctx = protocol.WithCaller(ctx, protocol.Caller{Transport: who.transport, Actor: who.actor, Approver: who.approver})
 	reply, err := h.Handle(ctx, &protocol.Call{Method: req.Method, Params: req.Params})
 	if req.IsNotification() {
 		// JSON-RPC: a notification runs and gets no answer.

@@ -13,17 +13,24 @@ import (
 
 // consoleCmd asks a daemon serving the web console (--http ADDR
 // --console) for a one-time login URL and prints it. The daemon's token
-// comes from TRL_AUTH_TOKEN; the URL is good once, for five minutes.
+// comes from TRL_AUTH_TOKEN; the URL is good once, for five minutes. With
+// --approver it asks with TRL_APPROVER_TOKEN instead, and the URL's
+// console may approve or deny the commands the policy holds.
 func consoleCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("trl console", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	base := fs.String("http", "http://127.0.0.1:8765", "the daemon's HTTP address")
+	approver := fs.Bool("approver", false, "ask with TRL_APPROVER_TOKEN: the console may approve commands (needs --console-approve on the daemon)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	token := os.Getenv("TRL_AUTH_TOKEN")
+	name := "TRL_AUTH_TOKEN"
+	if *approver {
+		name = "TRL_APPROVER_TOKEN"
+	}
+	token := os.Getenv(name)
 	if token == "" {
-		fmt.Fprintln(stderr, "trl console: set TRL_AUTH_TOKEN to the daemon's token")
+		fmt.Fprintf(stderr, "trl console: set %s to the daemon's token\n", name)
 		return 2
 	}
 	u := *base

@@ -27,8 +27,8 @@ type httpFlags struct {
 	probes, metrics http.Handler
 
 	// The web console (SPEC §11).
-	console, consoleWrite bool
-	record                string
+	console, consoleWrite, consoleApprove bool
+	record                                string
 }
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
@@ -37,7 +37,8 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.gatewayTimeout, "gateway-timeout", gateway.DefaultTimeout, "a gateway call's timeout when the request sets none; match the gateway's config.timeoutMs (at most 180s)")
 	fs.DurationVar(&f.gatewayIdle, "gateway-idle", gateway.DefaultIdleTimeout, "destroy a gateway session after this long without a call")
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the web console on /console/ (read-only; log in with the one-time URL this logs, or `trl console`)")
-	fs.BoolVar(&f.consoleWrite, "console-write", false, "let a person logged into the console type into sessions (audited as actor console)")
+	fs.BoolVar(&f.consoleWrite, "console-write", false, "let a person logged into the console type into sessions (audited as actor console); implies --console-approve")
+	fs.BoolVar(&f.consoleApprove, "console-approve", false, "let a person logged into the console approve or deny commands the --policy holds for approval")
 	fs.StringVar(&f.record, "record", "", "record each session's terminal (asciicast v2) and commands (JSON lines) into this directory; the console replays them")
 }
 
@@ -62,9 +63,10 @@ func (f *httpFlags) listen(log zerolog.Logger, rt *runtime.Runtime, maxBody int)
 	if token == "" {
 		return nil, errors.New("--http needs a bearer token: set TRL_AUTH_TOKEN (e.g. export TRL_AUTH_TOKEN=$(openssl rand -hex 32)); refusing to serve HTTP without one")
 	}
+	approverToken := secretEnv("TRL_APPROVER_TOKEN")
 	var con *console.Console
-	if f.console || f.consoleWrite {
-		con = console.New(console.Options{API: rt, Sessions: rt, Write: f.consoleWrite, BearerToken: token,
+	if f.console || f.consoleWrite || f.consoleApprove {
+		con = console.New(console.Options{API: rt, Sessions: rt, Write: f.consoleWrite, Approve: f.consoleWrite || f.consoleApprove, ApproverToken: approverToken, BearerToken: token,
 			RecordDir: f.record, Logger: log, Audit: log})
 	}
 	gw := gateway.New(rt, gateway.Options{DefaultTimeout: f.gatewayTimeout, IdleTimeout: f.gatewayIdle, MaxBodyBytes: int64(maxBody), Logger: log})
@@ -72,6 +74,7 @@ func (f *httpFlags) listen(log zerolog.Logger, rt *runtime.Runtime, maxBody int)
 		Console:           consoleHandler(con),
 		MCP:               mcpHandler(rt),
 		Token:             token,
+		ApproverToken:     approverToken,
 		Gateway:           gw,
 		MaxBodyBytes:      int64(maxBody),
 		ReadHeaderTimeout: f.headerTimeout,

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/approval"
 	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/policy"
 	"github.com/trl-project/trl/runtime"
 	"github.com/trl-project/trl/session"
 	"github.com/trl-project/trl/transport"
@@ -28,6 +30,10 @@ type limits struct {
 	maxStreams      int
 	auditLog        string
 	isolate         isolateFlags
+	policyFile      string
+	approvalTimeout time.Duration
+	// policy is the loaded policy, for SIGHUP (nil without --policy).
+	policy *policy.Evaluator
 }
 
 func (l *limits) register(fs *flag.FlagSet) {
@@ -39,6 +45,8 @@ func (l *limits) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.streamRetain, "stream-retain", 10*time.Minute, "how long a finished stream stays readable by exec.read and exec.attach")
 	fs.IntVar(&l.maxStreams, "max-streams", 256, "most finished streams kept")
 	fs.StringVar(&l.auditLog, "audit-log", "", "also append the audit trail (one JSON line per command) to this file")
+	fs.StringVar(&l.policyFile, "policy", "", "check every command line against this policy file (YAML: allow, deny, or ask a person); SIGHUP reloads it")
+	fs.DurationVar(&l.approvalTimeout, "approval-timeout", approval.DefaultTimeout, "a command awaiting approval is denied when no one decides within this (fail-closed)")
 	l.isolate.register(fs)
 }
 
@@ -48,10 +56,24 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	var pol *policy.Evaluator
+	var approvals *approval.Registry
+	if l.policyFile != "" {
+		p, err := policy.Load(l.policyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--policy: %w", err)
+		}
+		pol = policy.NewEvaluator(p)
+		approvals = approval.New(approval.Options{Timeout: l.approvalTimeout})
+		log.Info().Str("policy", l.policyFile).Int("rules", p.Len()).Dur("approval_timeout", l.approvalTimeout).Msg("command policy loaded")
+	}
+	l.policy = pol
 	opts := runtime.Options{
-		Sessions: session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso},
-		Commands: exec.RegistryOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
-		Logger:   log,
+		Policy:    pol,
+		Approvals: approvals,
+		Sessions:  session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso},
+		Commands:  exec.RegistryOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
+		Logger:    log,
 		TransportLimits: map[string]int64{
 			"max_message_bytes":     int64(l.maxMessageBytes),
 			"max_inflight_per_conn": int64(l.maxInFlight),
@@ -109,6 +131,20 @@ func serve(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if l.policy != nil {
+		// SIGHUP reloads the policy; a bad file is refused and the one in
+		// force kept. Both are logged.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go l.policy.ReloadOn(ctx, hup, l.policyFile, func(p *policy.Policy, err error) {
+			if err != nil {
+				log.Error().Err(err).Str("policy", l.policyFile).Msg("policy reload refused; the policy in force is kept")
+				return
+			}
+			log.Info().Str("policy", l.policyFile).Int("rules", p.Len()).Msg("policy reloaded")
+		})
+	}
 
 	hs, err := hf.listen(log, rt, l.maxMessageBytes)
 	if err != nil {
@@ -182,6 +218,20 @@ func stdio(args []string) int {
 	defer closeAudit()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if l.policy != nil {
+		// SIGHUP reloads the policy; a bad file is refused and the one in
+		// force kept. Both are logged.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go l.policy.ReloadOn(ctx, hup, l.policyFile, func(p *policy.Policy, err error) {
+			if err != nil {
+				log.Error().Err(err).Str("policy", l.policyFile).Msg("policy reload refused; the policy in force is kept")
+				return
+			}
+			log.Info().Str("policy", l.policyFile).Int("rules", p.Len()).Msg("policy reloaded")
+		})
+	}
 	err = transport.ServeStdio(ctx, os.Stdin, os.Stdout, rt, transport.ConnOptions{MaxMessageBytes: l.maxMessageBytes, Actor: fmt.Sprintf("stdio pid=%d", os.Getppid())})
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()

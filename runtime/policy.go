@@ -1,0 +1,237 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/trl-project/trl/approval"
+	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/metrics"
+	"github.com/trl-project/trl/policy"
+	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/session"
+)
+
+// Command policy and approval (SPEC §16). Every command line a client asks
+// to run (exec.run, exec.stream, and so every front-end) is checked here,
+// before it reaches the shell: allowed, it runs; denied, nothing runs and
+// the caller gets COMMAND_DENIED; asked, the command becomes a Job that
+// awaits approval (its Gate), holding its session, until a person
+// decides or the approval times out (a denial: fail-closed).
+
+// admit checks line against the policy for a command in s. It returns no
+// gate when the command may run, COMMAND_DENIED when it may not, and a
+// gate when a person must decide.
+func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string) (*approvalGate, error) {
+	if rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
+		return nil, nil
+	}
+	caller := protocol.CallerFrom(ctx)
+	d := rt.opts.Policy.Evaluate(policy.Input{Line: line, Cwd: s.Info().WorkingDir, Session: sessionName(s), Actor: caller.Actor})
+	switch d.Action {
+	case policy.Deny:
+		rt.auditDecision(s, caller.Actor, line, d, "denied", nil)
+		metrics.Get().PolicyDecision(d.Action.String(), "denied")
+		return nil, &protocol.Error{
+			Code:    protocol.CodeCommandDenied,
+			Message: "the command policy denies this command (" + d.RuleName + "): " + d.Reason + "; nothing was run",
+			Data:    protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command},
+		}
+	case policy.Ask:
+		if rt.opts.Approvals == nil {
+			return nil, protocol.Errorf(protocol.CodeInternal, "the command policy asks for approval but the daemon has no approval registry")
+		}
+		key := caller.ApprovalKey
+		p, created, err := rt.opts.Approvals.Ask(ctx, approval.Request{Key: key, Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous,
+			Command: d.Command, Session: s.ID(), Actor: caller.Actor})
+		if err != nil {
+			return nil, err
+		}
+		g := &approvalGate{p: p, decision: d, line: line}
+		if created {
+			rt.auditDecision(s, caller.Actor, line, d, "asked", nil)
+		}
+		return g, nil
+	default:
+		metrics.Get().PolicyDecision(d.Action.String(), "ran")
+		return nil, nil
+	}
+}
+
+func sessionName(s *session.Session) string {
+	if n := s.Name(); n != "" {
+		return n
+	}
+	return s.ID()
+}
+
+// approvalGate is an exec.Gate backed by a pending approval.
+type approvalGate struct {
+	p        *approval.Pending
+	decision policy.Decision
+	line     string
+}
+
+func (g *approvalGate) Decided() <-chan struct{} { return g.p.Done() }
+
+func (g *approvalGate) Approved() bool {
+	o, ok := g.p.Outcome()
+	return ok && o.Approved()
+}
+
+// info is the approval as a status shows it.
+func (g *approvalGate) info() *protocol.Approval {
+	a := &protocol.Approval{ApprovalID: g.p.ID(), Rule: g.decision.RuleName, Reason: g.decision.Reason,
+		Dangerous: g.decision.Dangerous, Command: g.decision.Command}
+	if o, ok := g.p.Outcome(); ok {
+		a.Decision, a.DecisionReason, a.Approver, a.TimedOut = string(o.Decision), o.Reason, o.Approver, o.TimedOut
+	}
+	return a
+}
+
+// approvalOf is j's approval, nil when it needed none.
+func approvalOf(j *exec.Job) *protocol.Approval {
+	g, ok := j.Gate().(*approvalGate)
+	if !ok {
+		return nil
+	}
+	return g.info()
+}
+
+// unapproved is called when a gated command ended without running and
+// nobody decided: its approval timed out (audited here, as the registry's
+// timer decided it), or the agent cancelled the command while it waited
+// (the approval is withdrawn, so no person is asked about a command that
+// no longer waits).
+func (rt *Runtime) unapproved(j *exec.Job, x exec.Exit) {
+	g, ok := j.Gate().(*approvalGate)
+	if !ok {
+		return
+	}
+	if x.Canceled {
+		_ = rt.opts.Approvals.Decide(g.p.ID(), approval.Deny, "the command was cancelled before a decision", "trl")
+		rt.auditDecision(j.Session(), j.Actor(), g.line, g.decision, "canceled", nil)
+		metrics.Get().PolicyDecision(g.decision.Action.String(), "canceled")
+		return
+	}
+	if o, ok := g.p.Outcome(); ok && o.TimedOut {
+		rt.auditDecision(j.Session(), j.Actor(), g.line, g.decision, "timed_out", &o)
+		metrics.Get().PolicyDecision(g.decision.Action.String(), "timed_out")
+	}
+}
+
+// auditDecision writes one audit event per policy decision: the rule,
+// the decision, who decided and why, how long it waited; the command cut
+// as every audit event cuts it, never its output.
+func (rt *Runtime) auditDecision(s *session.Session, actor, line string, d policy.Decision, outcome string, o *approval.Outcome) {
+	ev := rt.audit.Info().
+		Str("event", "policy").
+		Str("actor", actor).
+		Str("command", cut(line, 4096)).
+		Str("action", d.Action.String()).
+		Str("rule", d.RuleName).
+		Str("reason", d.Reason).
+		Bool("dangerous", d.Dangerous).
+		Str("outcome", outcome)
+	if s != nil {
+		ev = ev.Str("session", s.ID())
+	}
+	if o != nil {
+		ev = ev.Str("approver", o.Approver).Str("decision", string(o.Decision)).Str("decision_reason", o.Reason).
+			Int64("waited_ms", o.Waited.Milliseconds())
+	}
+	ev.Msg("policy decision")
+}
+
+// ExecApprove is the typed exec.approve: a person's decision on a pending
+// approval. Only an approver may call it.
+func (rt *Runtime) ExecApprove(ctx context.Context, p protocol.ExecApproveParams) (protocol.ExecApproveResult, error) {
+	return serve(rt, ctx, protocol.MethodExecApprove, func() (protocol.ExecApproveResult, error) { return rt.execApprove(ctx, p) })
+}
+
+func (rt *Runtime) execApprove(ctx context.Context, p protocol.ExecApproveParams) (protocol.ExecApproveResult, error) {
+	caller := protocol.CallerFrom(ctx)
+	if !caller.Approver {
+		return protocol.ExecApproveResult{}, protocol.Errorf(protocol.CodeAuthFailed, "only an approver may decide approvals: a person in the web console (--console-approve), or POST /rpc with TRL_APPROVER_TOKEN; the agent's token and the socket cannot")
+	}
+	if rt.opts.Approvals == nil {
+		return protocol.ExecApproveResult{}, protocol.Errorf(protocol.CodeInvalidState, "this daemon has no command policy (trl serve --policy FILE), so nothing awaits approval")
+	}
+	if p.ApprovalID == "" {
+		return protocol.ExecApproveResult{}, protocol.Errorf(protocol.CodeInvalidParams, "approval_id is required (the status's approval.approval_id)")
+	}
+	d := approval.Decision(p.Decision)
+	if d != approval.Approve && d != approval.Deny {
+		return protocol.ExecApproveResult{}, protocol.Errorf(protocol.CodeInvalidParams, "decision must be \"approve\" or \"deny\", got %q", clip(p.Decision, 32))
+	}
+	info, err := rt.opts.Approvals.Get(p.ApprovalID)
+	if err == nil {
+		err = rt.opts.Approvals.Decide(p.ApprovalID, d, p.Reason, caller.Actor)
+	}
+	switch {
+	case errors.Is(err, approval.ErrNotFound):
+		return protocol.ExecApproveResult{}, protocol.Errorf(protocol.CodeInvalidParams, "no approval %q is pending; decided and timed-out ones are kept %s", clip(p.ApprovalID, 64), approval.DefaultRemember)
+	case errors.Is(err, approval.ErrDecided):
+		return protocol.ExecApproveResult{}, protocol.Errorf(protocol.CodeInvalidState, "approval %s was already decided", clip(p.ApprovalID, 64))
+	case err != nil:
+		return protocol.ExecApproveResult{}, err
+	}
+	if decided, err := rt.opts.Approvals.Get(p.ApprovalID); err == nil && decided.Outcome != nil {
+		outcome := "approved"
+		if !decided.Outcome.Approved() {
+			outcome = "rejected"
+		}
+		dec := policy.Decision{Action: policy.Ask, RuleName: info.Rule, Reason: info.Reason, Dangerous: info.Dangerous, Command: info.Command}
+		rt.auditDecision(nil, info.Actor, info.Command, dec, outcome, decided.Outcome)
+		metrics.Get().PolicyDecision(policy.Ask.String(), outcome)
+	}
+	res := protocol.ExecApproveResult{ApprovalID: p.ApprovalID, Decision: string(d)}
+	for _, j := range rt.jobs.List() {
+		if g, ok := j.Gate().(*approvalGate); ok && g.p.ID() == p.ApprovalID {
+			res.ExecID = j.ID()
+		}
+	}
+	return res, nil
+}
+
+// approvalStatus fills the approval part of a status: the approval, and
+// while it is pending the awaiting state.
+func approvalStatus(st *protocol.ExecStatus, j *exec.Job, x exec.Exit, ended bool) {
+	st.Approval = approvalOf(j)
+	if st.Approval == nil {
+		return
+	}
+	if !ended && j.Awaiting() {
+		st.State, st.Reason = protocol.StateAwaitingApproval, protocol.ReasonApproval
+		st.DurationMS = time.Since(j.Started()).Milliseconds()
+	}
+	if ended && x.Denied {
+		st.Reason = protocol.ReasonDenied
+	}
+}
+
+// followApproval sends a streamed command's exec.approval notifications:
+// one while it awaits approval, one with the decision. A command that
+// needed no approval sends none.
+func followApproval(ctx context.Context, j *exec.Job, emit protocol.Emitter) error {
+	g, ok := j.Gate().(*approvalGate)
+	if !ok {
+		return nil
+	}
+	if j.Awaiting() {
+		if err := emit(protocol.NotifyExecApproval, protocol.ApprovalNotification{StreamID: j.ID(), State: protocol.StateAwaitingApproval, Approval: *g.info()}); err != nil {
+			return err
+		}
+		select {
+		case <-j.Gated():
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	state := protocol.StateRunning
+	if x, ended := j.Exit(); ended && x.NotRun {
+		state = protocol.StateExited
+	}
+	return emit(protocol.NotifyExecApproval, protocol.ApprovalNotification{StreamID: j.ID(), State: state, Approval: *g.info()})
+}

@@ -1,0 +1,309 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/trl-project/trl/approval"
+	"github.com/trl-project/trl/policy"
+	"github.com/trl-project/trl/protocol"
+)
+
+// testPolicy denies rm and kubectl delete, asks before git push and curl,
+// and takes unknown words (eval, $cmd) to a person.
+const testPolicy = `
+default: allow
+unknown: ask
+rules:
+  - match: {program: [rm, shred]}
+    action: deny
+    reason: deleting files is not allowed here
+    dangerous: true
+  - match: {program: ["kubectl delete"]}
+    action: deny
+    reason: no cluster changes
+  - match: {program: ["git push", curl]}
+    action: ask
+    reason: leaves the machine
+  - match: {regex: 'DROP TABLE'}
+    action: deny
+    reason: no schema changes
+`
+
+func policyRuntime(t *testing.T, timeout time.Duration) *Runtime {
+	t.Helper()
+	p, err := policy.Parse([]byte(testPolicy), "test-policy.yaml")
+	require.NoError(t, err)
+	return newRuntime(t, Options{Policy: policy.NewEvaluator(p), Approvals: approval.New(approval.Options{Timeout: timeout})})
+}
+
+var agent = protocol.Caller{Transport: "test", Actor: "agent"}
+
+func agentCtx() context.Context { return protocol.WithCaller(context.Background(), agent) }
+
+func approverCtx() context.Context {
+	return protocol.WithCaller(context.Background(), protocol.Caller{Transport: "test", Actor: "a person", Approver: true})
+}
+
+// TestPolicyThroughTheDaemon runs a table of command lines through the
+// real runtime on sh and bash: an allowed line runs, a denied one is
+// refused with COMMAND_DENIED and nothing in it runs (its marker file is
+// still there, nothing it would print was printed), one to ask about
+// awaits approval without running.
+func TestPolicyThroughTheDaemon(t *testing.T) {
+	const (
+		allow = "allow"
+		deny  = "deny"
+		ask   = "ask"
+	)
+	cases := []struct{ line, want string }{
+		{"echo hi", allow},
+		{"ls / >/dev/null", allow},
+		{"git status 2>/dev/null; true", allow},
+		{"printf '%s\\n' rm", allow},
+		{"echo 'rm -rf /'", allow},
+		{"true && echo ok", allow},
+		{"for i in 1 2; do echo $i; done", allow},
+		{"f() { echo f; }; f", allow},
+		{"cat <<'EOF'\nrm -rf /\nEOF", allow},
+		{"x=$(echo hi); echo $x", allow},
+		{"rm -f MARK", deny},
+		{"cd /tmp && rm -f MARK", deny},
+		{"echo a; rm -f MARK", deny},
+		{"true || rm -f MARK", deny},
+		{"echo a | rm -f MARK", deny},
+		{"(rm -f MARK)", deny},
+		{"{ rm -f MARK; }", deny},
+		{"echo $(rm -f MARK)", deny},
+		{"echo `rm -f MARK`", deny},
+		{"if true; then rm -f MARK; fi", deny},
+		{"for f in MARK; do rm -f $f; done", deny},
+		{"while false; do rm -f MARK; done", deny},
+		{"case x in x) rm -f MARK;; esac", deny},
+		{"f() { rm -f MARK; }; f", deny},
+		{"sudo rm -f MARK", deny},
+		{"env FOO=1 rm -f MARK", deny},
+		{"command rm -f MARK", deny},
+		{"exec rm -f MARK", deny},
+		{"time rm -f MARK", deny},
+		{"nice -n 5 rm -f MARK", deny},
+		{"nohup rm -f MARK", deny},
+		{"timeout 5 rm -f MARK", deny},
+		{"echo MARK | xargs rm -f", deny},
+		{"sh -c 'rm -f MARK'", deny},
+		{"bash -c \"rm -f MARK\"", deny},
+		{"/bin/rm -f MARK", deny},
+		{"\\rm -f MARK", deny},
+		{"shred MARK", deny},
+		{"kubectl delete pod x", deny},
+		{"echo 'DROP TABLE users' | cat", deny},
+		{"git push origin main", ask},
+		{"cd /tmp; git push", ask},
+		{"curl -s http://127.0.0.1:1/ || true", ask},
+		{"eval 'rm -f MARK'", deny},
+		{"cmd=ls; $cmd", ask},
+		{"eval echo hi", ask},
+		{"source /dev/null", ask},
+	}
+	require.GreaterOrEqual(t, len(cases), 40)
+	rt := policyRuntime(t, time.Minute)
+	for _, shell := range []string{"/bin/sh", "/bin/bash"} {
+		if _, err := os.Stat(shell); err != nil {
+			t.Logf("skipping %s: %v", shell, err)
+			continue
+		}
+		t.Run(filepath.Base(shell), func(t *testing.T) {
+			dir := t.TempDir()
+			mark := filepath.Join(dir, "marker")
+			info, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: shell, WorkingDir: dir})
+			require.NoError(t, err)
+			for _, tc := range cases {
+				require.NoError(t, os.WriteFile(mark, []byte("x"), 0o600))
+				line := strings.ReplaceAll(tc.line, "MARK", mark)
+				st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: info.SessionID, Command: &line})
+				switch tc.want {
+				case allow:
+					require.NoError(t, err, "%q", tc.line)
+					assert.Equal(t, protocol.StateExited, st.State, "%q runs", tc.line)
+					assert.Nil(t, st.Approval, "%q needed no approval", tc.line)
+				case deny:
+					require.Error(t, err, "%q must be denied", tc.line)
+					assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code, "%q", tc.line)
+					_, statErr := os.Stat(mark)
+					assert.NoError(t, statErr, "%q: the marker is still there, nothing ran", tc.line)
+				case ask:
+					require.NoError(t, err, "%q", tc.line)
+					assert.Equal(t, protocol.StateAwaitingApproval, st.State, "%q awaits approval", tc.line)
+					require.NotNil(t, st.Approval)
+					assert.NotEmpty(t, st.Approval.ApprovalID)
+					assert.Nil(t, st.ExitCode, "%q has not run", tc.line)
+					// Withdrawn: the agent cancels it.
+					res, err := rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID})
+					require.NoError(t, err)
+					assert.True(t, res.Canceled)
+					end, err := rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID, Until: &[]string{}})
+					require.NoError(t, err)
+					assert.Equal(t, protocol.StateExited, end.State)
+					assert.True(t, end.Canceled)
+				}
+			}
+		})
+	}
+}
+
+// TestApprovalApproved: an asked command waits, holding its session, runs
+// once an approver approves, and its result says who approved; the
+// agent's own call to exec.approve is refused.
+func TestApprovalApproved(t *testing.T) {
+	rt := policyRuntime(t, time.Minute)
+	line := "git push 2>/dev/null; echo pushed"
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &line})
+	require.NoError(t, err)
+	require.Equal(t, protocol.StateAwaitingApproval, st.State)
+	require.Equal(t, protocol.ReasonApproval, st.Reason)
+	require.NotNil(t, st.Approval)
+	assert.Equal(t, "leaves the machine", st.Approval.Reason)
+	assert.Contains(t, st.Approval.Command, "git push")
+
+	other := "echo next"
+	_, err = rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &other})
+	require.Error(t, err)
+	pe := protocol.AsError(err)
+	assert.Equal(t, protocol.CodeSessionBusy, pe.Code, "the session is held while the command awaits approval")
+	sum, ok := pe.Data.(protocol.ExecSummary)
+	require.True(t, ok, "SESSION_BUSY carries the waiting command: %T", pe.Data)
+	assert.Equal(t, protocol.StateAwaitingApproval, sum.State)
+
+	_, err = rt.ExecApprove(agentCtx(), protocol.ExecApproveParams{ApprovalID: st.Approval.ApprovalID, Decision: "approve"})
+	require.Error(t, err)
+	assert.Equal(t, protocol.CodeAuthFailed, protocol.AsError(err).Code, "the agent cannot approve its own command")
+
+	waited := make(chan protocol.ExecStatus, 1)
+	go func() {
+		end, _ := rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID, Until: &[]string{}})
+		waited <- end
+	}()
+	res, err := rt.ExecApprove(approverCtx(), protocol.ExecApproveParams{ApprovalID: st.Approval.ApprovalID, Decision: "approve", Reason: "fine"})
+	require.NoError(t, err)
+	assert.Equal(t, st.ExecID, res.ExecID)
+	var end protocol.ExecStatus
+	select {
+	case end = <-waited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the approved command did not run")
+	}
+	assert.Equal(t, protocol.StateExited, end.State)
+	require.NotNil(t, end.ExitCode)
+	assert.Equal(t, 0, *end.ExitCode)
+	assert.Equal(t, "pushed\n", end.Stdout)
+	require.NotNil(t, end.Approval)
+	assert.Equal(t, "approve", end.Approval.Decision)
+	assert.Equal(t, "a person", end.Approval.Approver)
+	assert.Equal(t, "fine", end.Approval.DecisionReason)
+}
+
+// TestApprovalDeniedAndTimedOut: a denial ends the command without running
+// it (exit 126, reason denied; with check, COMMAND_DENIED); no decision
+// within the approval timeout is a denial too (fail-closed).
+func TestApprovalDeniedAndTimedOut(t *testing.T) {
+	rt := policyRuntime(t, 400*time.Millisecond)
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "pushed")
+	line := "git push 2>/dev/null; touch " + mark
+
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: "", Command: &line})
+	require.NoError(t, err)
+	require.Equal(t, protocol.StateAwaitingApproval, st.State)
+	_, err = rt.ExecApprove(approverCtx(), protocol.ExecApproveParams{ApprovalID: st.Approval.ApprovalID, Decision: "deny", Reason: "not today"})
+	require.NoError(t, err)
+	end, err := rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID, Until: &[]string{}})
+	require.NoError(t, err)
+	assert.Equal(t, protocol.StateExited, end.State)
+	assert.Equal(t, protocol.ReasonDenied, end.Reason)
+	require.NotNil(t, end.ExitCode)
+	assert.Equal(t, 126, *end.ExitCode)
+	assert.Equal(t, "not today", end.Approval.DecisionReason)
+	_, statErr := os.Stat(mark)
+	assert.True(t, os.IsNotExist(statErr), "a denied command never ran")
+
+	// Nobody decides: denied at the timeout, as not run.
+	st, err = rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &line, Check: true})
+	require.NoError(t, err, "the first answer is the awaiting status, even with check")
+	end, err = rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID, Until: &[]string{}, TimeoutMS: ptr(int64(20_000))})
+	require.NoError(t, err)
+	assert.Equal(t, protocol.ReasonDenied, end.Reason)
+	assert.True(t, end.Approval.TimedOut, "no decision within the timeout is a denial")
+	_, statErr = os.Stat(mark)
+	assert.True(t, os.IsNotExist(statErr))
+
+	// The session is free again.
+	ok := "echo free"
+	after, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &ok})
+	require.NoError(t, err)
+	assert.Equal(t, "free\n", after.Stdout)
+
+	// exec.run with check waits for nothing: a denied command with check
+	// reports COMMAND_DENIED once it is decided.
+	bad := "rm -rf " + dir
+	_, err = rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &bad, Check: true})
+	assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code)
+}
+
+// TestApprovalOnAStream: exec.stream says the command awaits approval and
+// then the decision, as exec.approval notifications, before its output.
+func TestApprovalOnAStream(t *testing.T) {
+	rt := policyRuntime(t, time.Minute)
+	line := "git push 2>/dev/null; echo streamed"
+	started, follow, err := rt.ExecStream(agentCtx(), protocol.ExecParams{Command: &line})
+	require.NoError(t, err)
+	var notes []any
+	awaiting := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- follow(context.Background(), func(method string, params any) error {
+			if n, ok := params.(protocol.ApprovalNotification); ok && n.State == protocol.StateAwaitingApproval {
+				awaiting <- n.Approval.ApprovalID
+			}
+			notes = append(notes, params)
+			return nil
+		})
+	}()
+	var id string
+	select {
+	case id = <-awaiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exec.approval notification")
+	}
+	_, err = rt.ExecApprove(approverCtx(), protocol.ExecApproveParams{ApprovalID: id, Decision: "approve"})
+	require.NoError(t, err)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream did not end")
+	}
+	require.GreaterOrEqual(t, len(notes), 3)
+	first, ok := notes[0].(protocol.ApprovalNotification)
+	require.True(t, ok)
+	assert.Equal(t, started.StreamID, first.StreamID)
+	second, ok := notes[1].(protocol.ApprovalNotification)
+	require.True(t, ok)
+	assert.Equal(t, protocol.StateRunning, second.State)
+	assert.Equal(t, "approve", second.Approval.Decision)
+	var out strings.Builder
+	for _, n := range notes[2:] {
+		if o, ok := n.(protocol.OutputNotification); ok {
+			out.WriteString(o.Data)
+		}
+	}
+	assert.Equal(t, "streamed\n", out.String())
+	exit, ok := notes[len(notes)-1].(protocol.ExitNotification)
+	require.True(t, ok)
+	assert.Equal(t, 0, exit.ExitCode)
+}
