@@ -1,20 +1,32 @@
 # trl — the terminal runtime layer. `make run` starts the daemon on the
-# default socket (/tmp/trl-default.sock); `make test` runs every test.
+# default socket (/tmp/trl-default.sock), or on $TRL_SOCKET when it is set,
+# or on /tmp/trl-NAME.sock with `make run INSTANCE=NAME`; `make test` runs
+# every test; `make install` puts trl, its version stamped, on PATH.
 
 GO      ?= go
 BIN     ?= bin/trl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/trl-project/trl/runtime.Version=$(VERSION)
 
-.PHONY: all build run test test-short check vet fmt fuzz bench clean lint-deploy deploy-manifests
+.PHONY: all build run install test test-short check vet fmt fuzz bench clean lint-deploy deploy-manifests
 
 all: vet test
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trl
 
+# INSTANCE=NAME serves /tmp/trl-NAME.sock; without it `trl serve` takes
+# $TRL_SOCKET (the variable `trl call` and the Python client read), else
+# the default instance.
+INSTANCE ?=
 run: build
-	./$(BIN) serve
+	$(BIN) serve $(if $(INSTANCE),--instance $(INSTANCE))
+
+# install puts trl in $(go env GOBIN), else $(go env GOPATH)/bin, which
+# should be on PATH (the MCP configs run `trl mcp`).
+install:
+	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/trl
+	@echo "installed $$(GOBIN=$$($(GO) env GOBIN); echo $${GOBIN:-$$($(GO) env GOPATH)/bin})/trl $(VERSION)"
 
 # staticcheck, pinned, installed through the module proxy into bin/.
 STATICCHECK_VERSION ?= v0.8.2
@@ -55,7 +67,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) ./gateway
 
 bench: build
-	./$(BIN) bench
+	$(BIN) bench
 
 # Deployment checks: helm (pinned, built through the Go module proxy into
 # bin/tools) lints the chart and renders it; the rendered manifests in

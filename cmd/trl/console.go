@@ -18,6 +18,7 @@ func consoleCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("trl console", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	base := fs.String("http", "http://127.0.0.1:8765", "the daemon's HTTP address")
+	setUsage(fs, "trl console [--http URL]   print a one-time login URL for the web console")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
