@@ -85,19 +85,28 @@ $(HELM):
 lint-deploy: $(HELM)
 	$(HELM) lint --strict $(CHART) --set auth.token=lint
 	$(HELM) template trl $(CHART) --set auth.token=lint >/dev/null
+	$(HELM) lint --strict $(CHART) --set auth.token=lint --set isolation.enabled=true
 	@! $(HELM) template trl $(CHART) >/dev/null 2>&1 || { echo "the chart rendered without a token; it must refuse"; exit 1; }
-	@$(MAKE) --no-print-directory deploy-manifests MANIFESTS=bin/trl-manifests.yaml
+	@$(MAKE) --no-print-directory deploy-manifests MANIFESTS=bin/trl-manifests.yaml MANIFESTS_ISOLATED=bin/trl-isolated-manifests.yaml
 	@diff -u deploy/kubernetes/trl.yaml bin/trl-manifests.yaml || { echo "deploy/kubernetes/trl.yaml is stale: run make deploy-manifests"; exit 1; }
+	@diff -u deploy/kubernetes/trl-isolated.yaml bin/trl-isolated-manifests.yaml || { echo "deploy/kubernetes/trl-isolated.yaml is stale: run make deploy-manifests"; exit 1; }
 	@if docker info >/dev/null 2>&1; then \
 	  docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t trl:ci . ; \
 	else echo "lint-deploy: no Docker engine here (docker info failed): skipping docker build"; fi
 
+# deploy/kubernetes: the chart rendered twice, a pod per sandbox (no
+# capabilities) and one pod for many tenants with --isolate; see
+# deploy/README.md, "Which variant".
 MANIFESTS ?= deploy/kubernetes/trl.yaml
+MANIFESTS_ISOLATED ?= deploy/kubernetes/trl-isolated.yaml
 deploy-manifests: $(HELM)
-	@mkdir -p $(dir $(MANIFESTS))
+	@mkdir -p $(dir $(MANIFESTS)) $(dir $(MANIFESTS_ISOLATED))
 	{ echo "# Rendered from deploy/helm/trl by \`make deploy-manifests\`; do not edit (make lint-deploy checks it)."; \
-	  echo "# First: kubectl create secret generic trl-token --from-literal=token=\"\$$(openssl rand -hex 32)\""; \
+	  echo "# A pod per sandbox, no capabilities. First: kubectl create secret generic trl-token --from-literal=token=\"\$$(openssl rand -hex 32)\""; \
 	  $(HELM) template trl $(CHART) --set auth.existingSecret=trl-token; } > $(MANIFESTS)
+	{ echo "# Rendered from deploy/helm/trl by \`make deploy-manifests\` with isolation.enabled=true; do not edit (make lint-deploy checks it)."; \
+	  echo "# Many tenants per pod, sessions under their own uids (--isolate). First: kubectl create secret generic trl-token --from-literal=token=\"\$$(openssl rand -hex 32)\""; \
+	  $(HELM) template trl $(CHART) --set auth.existingSecret=trl-token --set isolation.enabled=true; } > $(MANIFESTS_ISOLATED)
 
 clean:
 	rm -rf bin
