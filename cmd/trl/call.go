@@ -23,7 +23,7 @@ func call(args []string, stdout, stderr io.Writer) int {
 	httpURL := fs.String("http", "", "call a daemon's HTTP transport at this URL (e.g. http://127.0.0.1:8765) with the token in TRL_AUTH_TOKEN")
 	setUsage(fs, "trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fmt.Fprintln(stderr, "usage: trl call [--socket PATH | --instance NAME | --http URL] METHOD [PARAMS_JSON]")

@@ -20,7 +20,7 @@ func consoleCmd(args []string, stdout, stderr io.Writer) int {
 	base := fs.String("http", "http://127.0.0.1:8765", "the daemon's HTTP address")
 	setUsage(fs, "trl console [--http URL]   print a one-time login URL for the web console")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	token := os.Getenv("TRL_AUTH_TOKEN")
 	if token == "" {

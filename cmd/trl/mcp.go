@@ -27,7 +27,7 @@ func mcpCmd(args []string) int {
 	socket := fs.String("socket", "", "the daemon's socket (overrides --instance)")
 	setUsage(fs, "trl mcp [flags]   MCP on stdio: bridges to the daemon on the socket, else runs one in-process\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {

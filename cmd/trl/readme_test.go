@@ -99,7 +99,8 @@ func readmeSection(t *testing.T, path, name string) string {
 // helpFlags runs `trl COMMAND --help` and returns the flags it lists.
 func helpFlags(t *testing.T, command string) []string {
 	t.Helper()
-	out, _ := exec.Command(trlBin, command, "--help").CombinedOutput() // --help exits 2
+	out, err := exec.Command(trlBin, command, "--help").CombinedOutput()
+	require.NoError(t, err, "trl %s --help should exit 0: %s", command, out)
 	var flags []string
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(line, "  --") {
@@ -140,7 +141,8 @@ func TestReadmeCommandLineListsEveryFlag(t *testing.T) {
 // alone (`--console`, not `-console trl console`, which is how the flag
 // package rendered a back-quoted word of its help text).
 func TestFlagHelpReadsRight(t *testing.T) {
-	out, _ := exec.Command(trlBin, "serve", "--help").CombinedOutput()
+	out, err := exec.Command(trlBin, "serve", "--help").CombinedOutput()
+	require.NoError(t, err, "--help asked for the usage: exit 0")
 	require.Regexp(t, `(?m)^  --console$`, string(out))
 	require.Regexp(t, `(?m)^  --socket PATH$`, string(out))
 	require.Regexp(t, `(?m)^  --stream-retain DURATION$`, string(out))

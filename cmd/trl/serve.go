@@ -83,7 +83,7 @@ func serve(args []string) int {
 	mf.register(fs)
 	setUsage(fs, "trl serve [flags]   the daemon, on the socket (and HTTP with --http)\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {
@@ -167,7 +167,7 @@ func stdio(args []string) int {
 	l.register(fs)
 	setUsage(fs, "trl stdio [flags]   the method table on stdin/stdout, without a daemon")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {

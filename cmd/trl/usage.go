@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -89,4 +90,13 @@ func flagDefault(f *flag.Flag) string {
 		return fmt.Sprintf("%q", f.DefValue)
 	}
 	return f.DefValue
+}
+
+// parseExit is a command's exit status when its flags did not parse: 0
+// for --help (the usage was asked for and printed), 2 for a mistake.
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
 }
