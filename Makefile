@@ -1,20 +1,32 @@
 # trl — the terminal runtime layer. `make run` starts the daemon on the
-# default socket (/tmp/trl-default.sock); `make test` runs every test.
+# default socket (/tmp/trl-default.sock), or on $TRL_SOCKET when it is set,
+# or on /tmp/trl-NAME.sock with `make run INSTANCE=NAME`; `make test` runs
+# every test; `make install` puts trl, its version stamped, on PATH.
 
 GO      ?= go
 BIN     ?= bin/trl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/trl-project/trl/runtime.Version=$(VERSION)
 
-.PHONY: all build run test test-short check vet fmt fuzz bench clean lint-deploy deploy-manifests
+.PHONY: all build run install test test-short check vet fmt fuzz bench clean lint-deploy deploy-manifests
 
 all: vet test
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trl
 
+# INSTANCE=NAME serves /tmp/trl-NAME.sock; without it `trl serve` takes
+# $TRL_SOCKET (the variable `trl call` and the Python client read), else
+# the default instance.
+INSTANCE ?=
 run: build
-	./$(BIN) serve
+	$(BIN) serve $(if $(INSTANCE),--instance $(INSTANCE))
+
+# install puts trl in $(go env GOBIN), else $(go env GOPATH)/bin, which
+# should be on PATH (the MCP configs run `trl mcp`).
+install:
+	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/trl
+	@echo "installed $$(GOBIN=$$($(GO) env GOBIN); echo $${GOBIN:-$$($(GO) env GOPATH)/bin})/trl $(VERSION)"
 
 # staticcheck, pinned, installed through the module proxy into bin/.
 STATICCHECK_VERSION ?= v0.8.2
@@ -55,7 +67,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzParseRequest -fuzztime $(FUZZTIME) ./gateway
 
 bench: build
-	./$(BIN) bench
+	$(BIN) bench
 
 # Deployment checks: helm (pinned, built through the Go module proxy into
 # bin/tools) lints the chart and renders it; the rendered manifests in
@@ -73,19 +85,28 @@ $(HELM):
 lint-deploy: $(HELM)
 	$(HELM) lint --strict $(CHART) --set auth.token=lint
 	$(HELM) template trl $(CHART) --set auth.token=lint >/dev/null
+	$(HELM) lint --strict $(CHART) --set auth.token=lint --set isolation.enabled=true
 	@! $(HELM) template trl $(CHART) >/dev/null 2>&1 || { echo "the chart rendered without a token; it must refuse"; exit 1; }
-	@$(MAKE) --no-print-directory deploy-manifests MANIFESTS=bin/trl-manifests.yaml
+	@$(MAKE) --no-print-directory deploy-manifests MANIFESTS=bin/trl-manifests.yaml MANIFESTS_ISOLATED=bin/trl-isolated-manifests.yaml
 	@diff -u deploy/kubernetes/trl.yaml bin/trl-manifests.yaml || { echo "deploy/kubernetes/trl.yaml is stale: run make deploy-manifests"; exit 1; }
+	@diff -u deploy/kubernetes/trl-isolated.yaml bin/trl-isolated-manifests.yaml || { echo "deploy/kubernetes/trl-isolated.yaml is stale: run make deploy-manifests"; exit 1; }
 	@if docker info >/dev/null 2>&1; then \
 	  docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t trl:ci . ; \
 	else echo "lint-deploy: no Docker engine here (docker info failed): skipping docker build"; fi
 
+# deploy/kubernetes: the chart rendered twice, a pod per sandbox (no
+# capabilities) and one pod for many tenants with --isolate; see
+# deploy/README.md, "Which variant".
 MANIFESTS ?= deploy/kubernetes/trl.yaml
+MANIFESTS_ISOLATED ?= deploy/kubernetes/trl-isolated.yaml
 deploy-manifests: $(HELM)
-	@mkdir -p $(dir $(MANIFESTS))
+	@mkdir -p $(dir $(MANIFESTS)) $(dir $(MANIFESTS_ISOLATED))
 	{ echo "# Rendered from deploy/helm/trl by \`make deploy-manifests\`; do not edit (make lint-deploy checks it)."; \
-	  echo "# First: kubectl create secret generic trl-token --from-literal=token=\"\$$(openssl rand -hex 32)\""; \
+	  echo "# A pod per sandbox, no capabilities. First: kubectl create secret generic trl-token --from-literal=token=\"\$$(openssl rand -hex 32)\""; \
 	  $(HELM) template trl $(CHART) --set auth.existingSecret=trl-token; } > $(MANIFESTS)
+	{ echo "# Rendered from deploy/helm/trl by \`make deploy-manifests\` with isolation.enabled=true; do not edit (make lint-deploy checks it)."; \
+	  echo "# Many tenants per pod, sessions under their own uids (--isolate). First: kubectl create secret generic trl-token --from-literal=token=\"\$$(openssl rand -hex 32)\""; \
+	  $(HELM) template trl $(CHART) --set auth.existingSecret=trl-token --set isolation.enabled=true; } > $(MANIFESTS_ISOLATED)
 
 clean:
 	rm -rf bin

@@ -100,7 +100,12 @@ func (s *Session) pump(rc syscall.RawConn, stream Stream) {
 		if err != nil || rerr != nil {
 			// EIO from the master after the last slave holder exits is a
 			// hang-up, not an error; nor is EOF or the fd closed by Close.
-			if e := cmp.Or(rerr, err); e != unix.EIO && e != io.EOF && !errors.Is(e, os.ErrClosed) {
+			// A closed fd is known by filesClosed, not by the error: an
+			// os.File's RawConn.Read returns internal/poll's "use of
+			// closed file", which is not os.ErrClosed (the daemon keeps
+			// the slave open, so the master never hangs up before Close
+			// closes it, and every normal end used to log a warning).
+			if e := cmp.Or(rerr, err); e != unix.EIO && e != io.EOF && !errors.Is(e, os.ErrClosed) && !s.filesClosed.Load() {
 				s.log.Warn().Err(e).Str("stream", stream.String()).Msg("read from the shell failed")
 			}
 			return

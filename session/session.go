@@ -100,6 +100,9 @@ type Session struct {
 	noFile   unix.Rlimit   // the shell's open-file limit at launch
 	launched chan struct{} // closed once launch has set pid, tree and log
 	reaped   atomic.Bool   // set with state exited, read without mu
+	// filesClosed is set just before closeFiles closes the fds the
+	// readers block on: a read failing after it is the close, not a fault.
+	filesClosed atomic.Bool
 
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
@@ -347,6 +350,7 @@ func (s *Session) CloseWith(cause error) {
 }
 
 func (s *Session) closeFiles() {
+	s.filesClosed.Store(true)
 	for _, f := range []*os.File{s.cmdW, s.ptm, s.pts, s.ctlR, s.errR} {
 		if f != nil {
 			f.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -64,9 +65,26 @@ var (
 // reading fails, or ctx ends; then it cancels the connection's context (so
 // Follow functions return), waits for every request it started, closes rw
 // and returns. Ending ctx closes rw at once, abandoning unanswered requests.
+//
+// On a unix connection, end of input is not the client leaving: a client
+// that shut down its write side (`echo request | socat - UNIX-CONNECT:…`)
+// still waits to read, so every request read is answered (streams to their
+// end) before rw is closed. Only a peer that closed the connection or its
+// read side, or a failed read or write, cancels what is in flight. Other
+// connections (net.Pipe in tests) cannot tell the two apart: for them end
+// of input means gone.
 func ServeConn(ctx context.Context, rw io.ReadWriteCloser, h protocol.Handler, opts ConnOptions) {
-	_ = serve(ctx, rw, rw, rw.Close, h, opts)
+	var hangup hangupFunc
+	if uc, ok := rw.(*net.UnixConn); ok {
+		hangup = func() (<-chan struct{}, func(), bool) { return watchHangup(uc) }
+	}
+	_ = serve(ctx, rw, rw, rw.Close, hangup, h, opts)
 }
+
+// hangupFunc starts watching whether a half-closed connection's peer is
+// still there to read: gone is closed once it is not; stop ends the watch.
+// ok false: the connection cannot be watched.
+type hangupFunc func() (gone <-chan struct{}, stop func(), ok bool)
 
 // conn is one connection's state. The reader loop (serve) owns it; request
 // goroutines are counted in wg and all writes go through write.
@@ -79,8 +97,9 @@ type conn struct {
 	wg     sync.WaitGroup
 	// backlog holds requests waiting for a slot; its one consumer
 	// (drain) ends when the reader closes it.
-	backlog chan *protocol.Request
-	drained chan struct{}
+	backlog     chan *protocol.Request
+	backlogOnce sync.Once
+	drained     chan struct{}
 
 	wmu  sync.Mutex
 	w    io.Writer
@@ -91,8 +110,10 @@ type conn struct {
 }
 
 // serve runs the read loop in the calling goroutine. It returns nil at end
-// of input or when ctx stopped it, and the read error otherwise.
-func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error, h protocol.Handler, opts ConnOptions) error {
+// of input or when ctx stopped it, and the read error otherwise. hangup,
+// when not nil, tells a half-closed connection from a gone client (see
+// ServeConn); without it end of input cancels what is in flight.
+func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error, hangup hangupFunc, h protocol.Handler, opts ConnOptions) error {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
@@ -149,9 +170,10 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 	case readErr != nil:
 		cancel(fmt.Errorf("transport: reading from the client: %w", readErr))
 	default:
+		c.finishHalfClosed(parent, hangup)
 		cancel(ErrPeerClosed)
 	}
-	close(c.backlog)
+	c.endBacklog()
 	<-c.drained
 	c.wg.Wait()
 	c.close()
@@ -164,6 +186,41 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 	}
 	return readErr
 }
+
+// finishHalfClosed runs at end of input: when the peer can be watched, the
+// requests already read (running or in the backlog) are answered while the
+// peer is still there to read them; the wait ends early when the peer goes,
+// a write fails or the server stops (parent ends). Without a watch it
+// returns at once, and the caller cancels what is in flight.
+func (c *conn) finishHalfClosed(parent context.Context, hangup hangupFunc) {
+	if hangup == nil {
+		return
+	}
+	gone, stop, ok := hangup()
+	if !ok {
+		return
+	}
+	defer stop()
+	// Nothing more will be read: drain starts what is left in the
+	// backlog as slots free up, then ends.
+	c.endBacklog()
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		<-c.drained
+		c.wg.Wait()
+	}()
+	select {
+	case <-finished:
+	case <-gone:
+		c.cancel(ErrPeerClosed)
+	case <-c.ctx.Done(): // a write failed, or parent ended
+	}
+	<-finished
+}
+
+// endBacklog tells drain that no more requests come, once.
+func (c *conn) endBacklog() { c.backlogOnce.Do(func() { close(c.backlog) }) }
 
 // close closes the connection once; later calls wait for the first.
 func (c *conn) close() {

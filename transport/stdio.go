@@ -24,5 +24,7 @@ func ServeStdio(ctx context.Context, r io.Reader, w io.Writer, h protocol.Handle
 	if c, ok := r.(io.Closer); ok {
 		closer = c.Close
 	}
-	return serve(ctx, r, w, closer, h, opts)
+	// No hangup watch: requests run one at a time in the reader, so at end
+	// of input every request read has been answered.
+	return serve(ctx, r, w, closer, nil, h, opts)
 }

@@ -25,8 +25,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	sessions := fs.Int("sessions", 0, "sessions in the memory step (default 1000; 20 with --quick)")
 	streamMB := fs.Int("stream-mb", 0, "MB of output exec.stream delivers (default 200; 8 with --quick)")
 	only := fs.String("only", "", "comma-separated groups to run, of "+strings.Join(bench.Groups, ",")+" (default all)")
+	setUsage(fs, "trl bench [flags]   measure a daemon: latency, throughput, memory")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	if fs.NArg() > 0 || *sessions < 0 || *streamMB < 0 {
 		fmt.Fprintln(stderr, "usage: trl bench [--socket PATH [--http ADDR]] [--json] [--quick] [--sessions N] [--stream-mb N] [--only GROUPS]")

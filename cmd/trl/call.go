@@ -21,8 +21,9 @@ func call(args []string, stdout, stderr io.Writer) int {
 	socket := fs.String("socket", "", "socket path (overrides --instance)")
 	timeout := fs.Duration("timeout", 0, "give up after this long (0: wait as long as the call takes)")
 	httpURL := fs.String("http", "", "call a daemon's HTTP transport at this URL (e.g. http://127.0.0.1:8765) with the token in TRL_AUTH_TOKEN")
+	setUsage(fs, "trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fmt.Fprintln(stderr, "usage: trl call [--socket PATH | --instance NAME | --http URL] METHOD [PARAMS_JSON]")
@@ -40,10 +41,7 @@ func call(args []string, stdout, stderr io.Writer) int {
 	if *httpURL != "" {
 		return callHTTP(*httpURL, *timeout, method, params, stdout, stderr)
 	}
-	path := *socket
-	if path == "" {
-		path = "/tmp/trl-" + *instance + ".sock"
-	}
+	path := socketPath(fs, *socket, *instance)
 	conn, err := net.Dial("unix", path)
 	if err != nil {
 		fmt.Fprintf(stderr, "trl call: cannot reach a daemon at %s: %v (start one with `trl serve`)\n", path, err)

@@ -21,8 +21,9 @@ func consoleCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	base := fs.String("http", "http://127.0.0.1:8765", "the daemon's HTTP address")
 	approver := fs.Bool("approver", false, "ask with TRL_APPROVER_TOKEN: the console may approve commands (needs --console-approve on the daemon)")
+	setUsage(fs, "trl console [--http URL] [--approver]   print a one-time login URL for the web console")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	name := "TRL_AUTH_TOKEN"
 	if *approver {

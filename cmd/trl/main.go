@@ -1,10 +1,16 @@
 // Command trl is the terminal runtime layer: a daemon that gives AI agents
 // long-lived shells on real terminals, and its client.
 //
-//	trl serve  [--instance NAME | --socket PATH] [--log-level LEVEL] [limits...]
-//	trl stdio  [limits...]
-//	trl call   [--socket PATH | --instance NAME] METHOD [PARAMS_JSON]
+//	trl serve   the daemon, on the socket (and HTTP with --http)
+//	trl stdio   the method table on stdin/stdout
+//	trl call    one request to a daemon
+//	trl mcp     MCP on stdio
+//	trl console a one-time login URL for the web console
+//	trl bench   measurements
 //	trl version
+//
+// `trl COMMAND --help` lists each command's flags; the README's command
+// line summary lists them all (a test keeps it complete).
 package main
 
 import (
@@ -29,7 +35,9 @@ usage:
   trl mcp    [--socket PATH | --instance NAME]   MCP on stdio (bridges to a daemon, else in-process)
   trl version
 
-Run "trl serve --help" for the daemon's flags and limits.
+serve, call and mcp find the socket by --socket, else --instance, else
+$TRL_SOCKET, else /tmp/trl-default.sock. Run "trl COMMAND --help" for a
+command's flags.
 `
 
 func main() {

@@ -25,18 +25,16 @@ func mcpCmd(args []string) int {
 	l.register(fs)
 	instance := fs.String("instance", "default", "the daemon's instance: its socket is /tmp/trl-NAME.sock")
 	socket := fs.String("socket", "", "the daemon's socket (overrides --instance)")
+	setUsage(fs, "trl mcp [flags]   MCP on stdio: bridges to the daemon on the socket, else runs one in-process\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "trl mcp:", err)
 		return 2
 	}
-	path := *socket
-	if path == "" {
-		path = "/tmp/trl-" + *instance + ".sock"
-	}
+	path := socketPath(fs, *socket, *instance)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 

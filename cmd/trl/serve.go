@@ -103,18 +103,16 @@ func serve(args []string) int {
 	hf.register(fs)
 	var mf metricsFlags
 	mf.register(fs)
+	setUsage(fs, "trl serve [flags]   the daemon, on the socket (and HTTP with --http)\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "trl serve:", err)
 		return 2
 	}
-	path := *socket
-	if path == "" {
-		path = "/tmp/trl-" + *instance + ".sock"
-	}
+	path := socketPath(fs, *socket, *instance)
 	rt, closeAudit, err := l.runtime(log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")
@@ -202,8 +200,9 @@ func stdio(args []string) int {
 	fs := flag.NewFlagSet("trl stdio", flag.ContinueOnError)
 	var l limits
 	l.register(fs)
+	setUsage(fs, "trl stdio [flags]   the method table on stdin/stdout, without a daemon")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err)
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {
