@@ -307,3 +307,50 @@ func TestApprovalOnAStream(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 0, exit.ExitCode)
 }
+
+// TestPolicyOnTypedLines: lines typed with exec.input into a nested shell
+// waiting at its prompt are checked as command lines: a denied one (or one
+// that would need approval) is refused with nothing typed; an allowed one
+// runs; text typed to a program that is not a shell is not a command line.
+func TestPolicyOnTypedLines(t *testing.T) {
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for the nested shell:", err)
+	}
+	rt := policyRuntime(t, time.Minute)
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "marker")
+	require.NoError(t, os.WriteFile(mark, []byte("x"), 0o600))
+	nested := "bash --norc --noprofile -i"
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &nested})
+	require.NoError(t, err)
+	require.Equal(t, protocol.StateWaitingInput, st.State, "the nested shell waits at its prompt")
+
+	_, err = rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList{protocol.Text("rm -f " + mark), protocol.Key("Enter")}})
+	require.Error(t, err)
+	assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code)
+	_, err = rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList{protocol.Text("git push origin\n")}})
+	require.Error(t, err)
+	assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code, "a line that needs approval cannot be typed past it")
+	assert.Contains(t, protocol.AsError(err).Message, "exec.run")
+
+	ok, err := rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList{protocol.Text("echo typed-ok"), protocol.Key("Enter")}})
+	require.NoError(t, err)
+	assert.Contains(t, ok.Stdout, "typed-ok")
+	_, statErr := os.Stat(mark)
+	assert.NoError(t, statErr, "the denied line never reached the shell")
+
+	_, err = rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList{protocol.Text("exit"), protocol.Key("Enter")}})
+	require.NoError(t, err)
+	end, err := rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID, Until: &[]string{}})
+	require.NoError(t, err)
+	assert.Equal(t, protocol.StateExited, end.State)
+
+	// Text for a program that is not a shell is not checked.
+	reader := "read -r line; echo got:$line"
+	st, err = rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &reader})
+	require.NoError(t, err)
+	require.Equal(t, protocol.StateWaitingInput, st.State)
+	got, err := rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList{protocol.Text("rm -rf /"), protocol.Key("Enter")}, Until: &[]string{}})
+	require.NoError(t, err)
+	assert.Contains(t, got.Stdout, "got:rm -rf /\n", "typed as data, the line reached the program")
+}
