@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"os"
+	"time"
 
 	"github.com/trl-project/trl/policy"
 )
@@ -23,7 +25,15 @@ type Policy struct {
 	Rules    int    `json:"rules"`
 	Line     string `json:"line"`
 	Evaluate *Stats `json:"evaluate,omitempty"`
-	Error    string `json:"error,omitempty"`
+	// Without and With are exec.run of `true` on two daemons started
+	// by the bench, one without a policy and one with the 20 rules,
+	// measured alternately in the same run; Ratio is With's p50 over
+	// Without's. Skipped against an existing daemon.
+	Without *Stats  `json:"exec_run_without_policy,omitempty"`
+	With    *Stats  `json:"exec_run_with_policy,omitempty"`
+	Ratio   float64 `json:"exec_run_ratio,omitempty"`
+	Skipped string  `json:"skipped,omitempty"`
+	Error   string  `json:"error,omitempty"`
 }
 
 func (r *runner) policy() *Policy {
@@ -45,7 +55,68 @@ func (r *runner) policy() *Policy {
 	})
 	s := Summarize(samples)
 	out.Evaluate = &s
+	if err := r.policyAB(out); err != nil {
+		out.Error = "exec.run with and without a policy: " + err.Error()
+	}
 	return out
+}
+
+// policyAB measures exec.run `true` on a daemon without a policy and on
+// one with the 20 rules, alternating between them so that both see the
+// same machine.
+func (r *runner) policyAB(out *Policy) error {
+	if r.opts.Exe == "" || r.opts.Socket != "" {
+		out.Skipped = "needs two daemons the bench starts itself"
+		return nil
+	}
+	file, err := os.CreateTemp("", "trl-bench-policy-*.yaml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(file.Name())
+	if _, err := file.Write(policy20); err != nil {
+		file.Close()
+		return err
+	}
+	file.Close()
+	var conns [2]*Conn
+	var ids [2]string
+	for i, extra := range [][]string{nil, {"--policy", file.Name()}} {
+		d, err := startDaemon(r.opts.Exe, false, extra)
+		if err != nil {
+			return err
+		}
+		defer d.stop()
+		c, err := Dial(d.socket, false)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if ids[i], err = newSession(c); err != nil {
+			return err
+		}
+		conns[i] = c
+	}
+	var samples [2][]time.Duration
+	n := r.plan.latencyN
+	for k := 0; k < r.plan.warm+n; k++ {
+		for i := range conns {
+			t := time.Now()
+			var res execResult
+			if err := conns[i].Call("exec.run", execParams{SessionID: ids[i], Command: "true"}, &res); err != nil {
+				return err
+			}
+			if k >= r.plan.warm {
+				samples[i] = append(samples[i], time.Since(t))
+			}
+		}
+	}
+	without, with := Summarize(samples[0]), Summarize(samples[1])
+	out.Without, out.With = &without, &with
+	if without.P50US > 0 {
+		out.Ratio = with.P50US / without.P50US
+	}
+	return nil
 }
 
 func policyTable(w io.Writer, p *Policy) {
@@ -58,5 +129,12 @@ func policyTable(w io.Writer, p *Policy) {
 	}
 	if l := p.Evaluate; l != nil {
 		fmt.Fprintf(w, "  evaluate a typical line, %d rules, in-process (n=%d)\tp50 %s\tp99 %s\t\t\t\n", p.Rules, l.N, fmtUS(l.P50US), fmtUS(l.P99US))
+	}
+	if p.Skipped != "" {
+		fmt.Fprintf(w, "  exec.run with and without a policy: %s\n", p.Skipped)
+	}
+	if p.Without != nil && p.With != nil {
+		fmt.Fprintf(w, "  exec.run true, daemon without a policy (n=%d)\tp50 %s\tp99 %s\t\t\t\n", p.Without.N, fmtUS(p.Without.P50US), fmtUS(p.Without.P99US))
+		fmt.Fprintf(w, "  exec.run true, daemon with the %d-rule policy\tp50 %s\tp99 %s\t%.2f×\t\t\n", p.Rules, fmtUS(p.With.P50US), fmtUS(p.With.P99US), p.Ratio)
 	}
 }
