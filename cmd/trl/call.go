@@ -145,4 +145,3 @@ func dialHTTP(base string, stderr io.Writer) *trlclient.Client {
 	}
 	return trlclient.DialHTTP(strings.TrimSuffix(strings.TrimRight(base, "/"), "/rpc"), token)
 }
-
