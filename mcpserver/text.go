@@ -31,6 +31,10 @@ type Status struct {
 	Screen        []string            `json:"screen,omitempty"`
 	// SessionCreated is set when run created the session it named.
 	SessionCreated bool `json:"session_created,omitempty"`
+
+	// inDefault: the command ran in the session named default, which the
+	// next run starts anew when its shell has exited.
+	inDefault bool
 }
 
 // Output is one stream's output since the previous status, as the model
@@ -216,8 +220,11 @@ func (v Status) statusLine() string {
 		code = *v.ExitCode
 	}
 	end := ""
-	if v.SessionExited {
-		end = " · the shell exited; the session is gone (run starts a new shell in \"default\"; cwd and variables are lost)"
+	switch {
+	case v.SessionExited && v.inDefault:
+		end = " · the shell exited; the session is gone: the next run starts a new shell (cwd and variables are lost)"
+	case v.SessionExited:
+		end = " · the shell exited; the session is gone"
 	}
 	switch {
 	case v.State == protocol.StateExited && v.TimedOut:

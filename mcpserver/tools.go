@@ -51,6 +51,7 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, in RunInput)
 	}
 	v := s.status(s.ctx(ctx), st)
 	v.SessionCreated = created
+	v.inDefault = in.Session == "" || in.Session == "default"
 	return result(v.text(), v), nil, nil
 }
 
@@ -251,16 +252,16 @@ func (s *server) sessionInfo(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 	fmt.Fprintf(&b, "session %s (%s): %s, %s in %s, %dx%d, %d commands run\n", info.SessionID, info.Name, info.State, info.Shell, info.WorkingDir, info.Cols, info.Rows, info.CommandsRun)
 	switch {
 	case info.EndCause != "":
-		fmt.Fprintf(&b, "ended: %s\n", info.EndCause)
+		fmt.Fprintf(&b, "ended: %s", info.EndCause)
 	case info.Command != nil:
 		c := info.Command
 		fmt.Fprintf(&b, "running %s: %q (%s", c.ExecID, c.Command, c.State)
 		if c.Input != nil {
 			fmt.Fprintf(&b, ", waiting for input (%s): %q", c.Input.Kind, c.Input.Prompt)
 		}
-		b.WriteString(")\n")
+		b.WriteString(")")
 	default:
-		b.WriteString("no command running\n")
+		b.WriteString("no command running")
 	}
 	return result(b.String(), info), nil, nil
 }
