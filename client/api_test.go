@@ -3,13 +3,18 @@ package client_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/trl-project/trl/client"
 	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/runtime"
+	"github.com/trl-project/trl/transport"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -156,4 +161,43 @@ func TestTypedCallDoesNotCancel(t *testing.T) {
 			assert.False(t, st.Canceled)
 		})
 	}
+}
+
+// A lost connection (the daemon restarted) fails the call in flight; the
+// next call dials the socket again.
+func TestRedialAfterRestart(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "trl.sock")
+	serve := func() (stop func()) {
+		rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
+		us, err := transport.ListenUnix(socket, transport.UnixOptions{Logger: zerolog.Nop()})
+		require.NoError(t, err)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = us.Serve(context.Background(), rt) }()
+		return func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = us.Shutdown(ctx)
+			_ = rt.Shutdown(ctx)
+			<-done
+		}
+	}
+	stop := serve()
+	c, err := client.Dial(context.Background(), socket)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.SystemPing(context.Background(), protocol.PingParams{})
+	require.NoError(t, err)
+	stop()
+	stop = serve()
+	defer stop()
+	require.Eventually(t, func() bool {
+		_, err := c.SystemPing(context.Background(), protocol.PingParams{})
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "the client dials the restarted daemon")
+	st, err := c.ExecRun(context.Background(), protocol.ExecParams{Command: ptr("echo again")})
+	require.NoError(t, err)
+	assert.Equal(t, "again\n", st.Stdout)
+	require.NoError(t, c.Close())
+	_, err = c.SystemPing(context.Background(), protocol.PingParams{})
+	require.Error(t, err, "a closed client does not redial")
 }

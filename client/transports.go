@@ -28,27 +28,82 @@ const cancelTimeout = 5 * time.Second
 const maxPending = 4096
 
 // Dial connects to a daemon's Unix socket (such as /tmp/trl-default.sock).
+// When the connection is lost (the daemon restarted), the calls in flight
+// fail and the next call dials the socket again.
 func Dial(ctx context.Context, socket string) (*Client, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", socket)
+	s := &socketCaller{socket: socket, subs: map[string]*sub{}, early: map[string][]note{}}
+	conn, err := s.dial(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("trl client: dial %s: %w", socket, err)
+		return nil, err
 	}
-	s := &socketCaller{subs: map[string]*sub{}, early: map[string][]note{}}
-	s.conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(nc), jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed())
+	s.conn = conn
 	return &Client{c: s}, nil
 }
 
 // socketCaller is JSON-RPC 2.0 over the socket with sourcegraph/jsonrpc2.
 type socketCaller struct {
-	conn *jsonrpc2.Conn
+	socket string
 
-	mu   sync.Mutex
-	subs map[string]*sub
+	mu     sync.Mutex
+	conn   *jsonrpc2.Conn
+	closed bool
+	subs   map[string]*sub
 	// early holds notifications that came before their stream's answer
 	// was read (the daemon writes the answer first, but the answer is
 	// taken by the caller's goroutine, the notifications by the reader).
 	early map[string][]note
+}
+
+func (s *socketCaller) dial(ctx context.Context) (*jsonrpc2.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", s.socket)
+	if err != nil {
+		return nil, fmt.Errorf("trl client: dial %s: %w", s.socket, err)
+	}
+	return jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(nc), jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed()), nil
+}
+
+func alive(c *jsonrpc2.Conn) bool {
+	select {
+	case <-c.DisconnectNotify():
+		return false
+	default:
+		return true
+	}
+}
+
+// connection returns the live connection, dialing the socket again when
+// the last one was lost. No lock is held while dialing: of two callers
+// that redial at once, one connection is kept and the other closed.
+func (s *socketCaller) connection(ctx context.Context) (*jsonrpc2.Conn, error) {
+	s.mu.Lock()
+	c, closed := s.conn, s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errClosed
+	}
+	if alive(c) {
+		return c, nil
+	}
+	nc, err := s.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		nc.Close()
+		return nil, errClosed
+	case s.conn != c && alive(s.conn):
+		won := s.conn
+		s.mu.Unlock()
+		nc.Close()
+		return won, nil
+	}
+	s.conn = nc
+	s.mu.Unlock()
+	return nc, nil
 }
 
 type note struct {
@@ -171,8 +226,12 @@ func (s *socketCaller) handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2
 }
 
 func (s *socketCaller) call(ctx context.Context, method string, params, result any) error {
+	conn, err := s.connection(ctx)
+	if err != nil {
+		return err
+	}
 	var raw json.RawMessage
-	if err := s.conn.Call(ctx, method, params, &raw); err != nil {
+	if err := conn.Call(ctx, method, params, &raw); err != nil {
 		return convert(err)
 	}
 	if result == nil || len(raw) == 0 {
@@ -182,8 +241,12 @@ func (s *socketCaller) call(ctx context.Context, method string, params, result a
 }
 
 func (s *socketCaller) open(ctx context.Context, method string, params any) (json.RawMessage, notes, error) {
+	conn, err := s.connection(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	var raw json.RawMessage
-	if err := s.conn.Call(ctx, method, params, &raw); err != nil {
+	if err := conn.Call(ctx, method, params, &raw); err != nil {
 		return nil, nil, convert(err)
 	}
 	var st struct {
@@ -194,7 +257,7 @@ func (s *socketCaller) open(ctx context.Context, method string, params any) (jso
 	}
 	id := st.StreamID
 	var sb *sub
-	sb = newSub(s.conn.DisconnectNotify(), func() {
+	sb = newSub(conn.DisconnectNotify(), func() {
 		s.mu.Lock()
 		if s.subs[id] == sb {
 			delete(s.subs, id)
@@ -212,7 +275,13 @@ func (s *socketCaller) open(ctx context.Context, method string, params any) (jso
 	return raw, sb, nil
 }
 
-func (s *socketCaller) close() error { return s.conn.Close() }
+func (s *socketCaller) close() error {
+	s.mu.Lock()
+	s.closed = true
+	c := s.conn
+	s.mu.Unlock()
+	return c.Close()
+}
 
 // convert turns jsonrpc2's error into an *Error.
 func convert(err error) error {
