@@ -249,6 +249,7 @@ func TestSessionInfoBackgroundResize(t *testing.T) {
 	text, st, isErr = callTool(t, cs, "resize", map[string]any{"session": "bg", "rows": 40, "cols": 120})
 	require.False(t, isErr, text)
 	assert.Contains(t, text, "is now 120 columns by 40 rows")
+	assert.EqualValues(t, 40, st["rows"])
 	text, _, _ = callTool(t, cs, "run", map[string]any{"session": "bg", "command": "stty size"})
 	assert.Contains(t, text, "40 120\n")
 }

@@ -261,8 +261,6 @@ var toolNames = strings.NewReplacer(
 	protocol.MethodSessionOutput, "read_background",
 	protocol.MethodSessionResize, "resize",
 	"session_id", "session",
-	"timeout_ms", "timeout_ms",
-	"require_waiting", "require_waiting",
 )
 
 // toolError is a result a model reads: what went wrong, in the words of
