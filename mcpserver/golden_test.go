@@ -113,6 +113,7 @@ func TestGolden(t *testing.T) {
 	call("nothing to wait for", "wait", map[string]any{})
 	call("a shell exit", "run", map[string]any{"session": "doomed", "command": "exit 4"})
 	call("the session it ended", "session_info", map[string]any{"session": "doomed"})
+	call("a run after the shell exit", "run", map[string]any{"session": "doomed", "command": "pwd"})
 	build := answers["run"][2]
 	bid := data(build)["exec_id"]
 	om := data(build)["stdout"].(map[string]any)["omitted"].(map[string]any)

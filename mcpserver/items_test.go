@@ -108,6 +108,21 @@ func TestRunCreatesNamedSession(t *testing.T) {
 	assert.Nil(t, st["session_created"])
 	text, _, _ = callTool(t, cs, "session_list", map[string]any{})
 	assert.Contains(t, text, "\tbuild\t")
+
+	// A named session whose shell exited starts anew on the next run, and
+	// the answer says so; one named by its id does not.
+	text, st, _ = callTool(t, cs, "run", map[string]any{"session": "build", "command": "exit 4"})
+	assert.Contains(t, text, "exit 4 · ")
+	assert.Contains(t, text, "the next run in it starts a new shell")
+	id := st["session_id"].(string)
+	text, _, isErr = callTool(t, cs, "run", map[string]any{"session": "build", "command": "echo X=$X"})
+	require.False(t, isErr, text)
+	assert.Contains(t, text, "X=\n[the session's shell had exited: this ran in a new shell; cwd and variables were lost]\nexit 0")
+	_, st, _ = callTool(t, cs, "run", map[string]any{"session": "build", "command": "exit 5"})
+	text, _, isErr = callTool(t, cs, "run", map[string]any{"session": st["session_id"], "command": "true"})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "SESSION_EXITED")
+	assert.NotEqual(t, id, st["session_id"])
 }
 
 // wireWords are the daemon's method names and parameters a model has no
@@ -132,6 +147,14 @@ func TestErrorsNameTools(t *testing.T) {
 		assert.Contains(t, text, c.want, c.tool)
 		assert.False(t, wireWords.MatchString(text), "%s names a wire method: %s", c.tool, text)
 	}
+	_, st, _ := callTool(t, cs, "run", map[string]any{"session": "busy", "command": "sleep 30", "yield_ms": 50})
+	require.Equal(t, "running", st["state"])
+	text, _, isErr := callTool(t, cs, "run", map[string]any{"session": "busy", "command": "true"})
+	assert.True(t, isErr, text)
+	assert.Contains(t, text, "SESSION_BUSY")
+	assert.Contains(t, text, "wait for it with wait")
+	assert.False(t, wireWords.MatchString(text), "run names a wire method: %s", text)
+	_, _, _ = callTool(t, cs, "cancel", map[string]any{"session": "busy"})
 	assert.Equal(t, "answer it with send_input; session_list shows it", toolNames.Replace("answer it with exec.input; session.list shows it"))
 }
 

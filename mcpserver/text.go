@@ -32,9 +32,10 @@ type Status struct {
 	// SessionCreated is set when run created the session it named.
 	SessionCreated bool `json:"session_created,omitempty"`
 
-	// inDefault: the command ran in the session named default, which the
-	// next run starts anew when its shell has exited.
-	inDefault bool
+	// renewed: run found the session's shell exited and started a new
+	// one. renewable: the session was named (or default), so the next
+	// run starts it anew if this command ended its shell.
+	renewed, renewable bool
 }
 
 // Output is one stream's output since the previous status, as the model
@@ -209,6 +210,9 @@ func (v Status) text() string {
 	if v.SessionCreated {
 		b.WriteString("[session created on first use]\n")
 	}
+	if v.renewed {
+		b.WriteString("[the session's shell had exited: this ran in a new shell; cwd and variables were lost]\n")
+	}
 	b.WriteString(v.statusLine())
 	return b.String()
 }
@@ -221,8 +225,8 @@ func (v Status) statusLine() string {
 	}
 	end := ""
 	switch {
-	case v.SessionExited && v.inDefault:
-		end = " · the shell exited; the session is gone: the next run starts a new shell (cwd and variables are lost)"
+	case v.SessionExited && v.renewable:
+		end = " · the shell exited; the session is gone: the next run in it starts a new shell (cwd and variables are lost)"
 	case v.SessionExited:
 		end = " · the shell exited; the session is gone"
 	}
@@ -246,6 +250,7 @@ func (v Status) statusLine() string {
 // tools a model has: the one place where MCP's vocabulary replaces the
 // daemon's.
 var toolNames = strings.NewReplacer(
+	"wait with "+protocol.MethodExecWait, "wait for it with wait",
 	protocol.MethodExecRun, "run",
 	protocol.MethodExecStream, "run",
 	protocol.MethodExecInput, "send_input",

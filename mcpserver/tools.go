@@ -34,8 +34,9 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, in RunInput)
 	}
 	call := func(c context.Context) (protocol.ExecStatus, error) { return s.api.ExecRun(c, p) }
 	st, err := s.block(ctx, req, yield, interrupt, call)
-	created := false
-	if in.Session != "" && codeOf(err) == protocol.CodeSessionNotFound {
+	created, renewed := false, false
+	switch code := codeOf(err); {
+	case in.Session != "" && code == protocol.CodeSessionNotFound:
 		// A session the model names is created on first use, as default is.
 		// Another client may create it at the same time: run anyway, and
 		// if the session is still missing, say why it was not created.
@@ -45,13 +46,25 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, in RunInput)
 		if cerr != nil && codeOf(err) == protocol.CodeSessionNotFound {
 			err = cerr
 		}
+	case in.Session != "" && code == protocol.CodeSessionExited:
+		// A named session whose shell exited starts anew with the same
+		// shell, as default does; the answer says so. One named by its id
+		// is left as it is.
+		info, ierr := s.api.SessionInfo(s.ctx(ctx), protocol.SessionRef{SessionID: in.Session})
+		if ierr != nil || info.Name != in.Session {
+			break
+		}
+		if _, cerr := s.api.SessionCreate(s.ctx(ctx), protocol.SessionCreateParams{Name: in.Session, Shell: info.Shell}); cerr == nil {
+			renewed = true
+			st, err = s.block(ctx, req, yield, interrupt, call)
+		}
 	}
 	if err != nil {
 		return toolError(err), nil, nil
 	}
 	v := s.status(s.ctx(ctx), st)
-	v.SessionCreated = created
-	v.inDefault = in.Session == "" || in.Session == "default"
+	v.SessionCreated, v.renewed = created, renewed
+	v.renewable = in.Session == "" || in.Session != st.SessionID
 	return result(v.text(), v), nil, nil
 }
 
