@@ -8,7 +8,7 @@ BIN     ?= bin/trl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/trl-project/trl/runtime.Version=$(VERSION)
 
-.PHONY: all build run install test test-short check vet fmt fuzz bench clean lint-deploy deploy-manifests
+.PHONY: all build run install test test-short check vet fmt fuzz bench clean lint-deploy deploy-manifests mcp-inspector
 
 all: vet test
 
@@ -48,6 +48,14 @@ $(STATICCHECK):
 	@mkdir -p bin
 	GOBIN=$(CURDIR)/bin/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv bin/.staticcheck/staticcheck $@ && rmdir bin/.staticcheck
+
+# The npm MCP inspector CLI, pinned by test/mcp's lockfile, for cmd/trl's
+# TestMCPInspector (which skips, saying why, when it is not installed and
+# npm cannot install it).
+mcp-inspector:
+	@if ! command -v npm >/dev/null 2>&1; then echo "npm is not installed: TestMCPInspector will be skipped"; \
+	elif [ -x test/mcp/node_modules/.bin/mcp-inspector ]; then echo "the MCP inspector is installed"; \
+	else cd test/mcp && npm ci --no-audit --no-fund || echo "npm could not install the MCP inspector: TestMCPInspector will be skipped"; fi
 
 vet:
 	$(GO) vet ./...

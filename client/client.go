@@ -5,9 +5,14 @@
 // arrive, by a synchronous handler to the Stream call that owns them.
 //
 // Errors the daemon answers are *Error values matchable with errors.Is
-// against the sentinels (errors.Is(err, client.ErrSessionNotFound)). A
-// context cancelled while Run or Stream waits sends exec.cancel (SIGINT)
-// for the command.
+// against the sentinels (errors.Is(err, client.ErrSessionNotFound)), and
+// as a *protocol.Error with errors.As. A context cancelled while Run or
+// Stream waits sends exec.cancel (SIGINT) for the command.
+//
+// The Client also implements protocol.API (api.go): the daemon's typed
+// calls, the same ones the runtime serves in-process. Those never send
+// exec.cancel on their own: a cancelled context only stops waiting, and
+// the command goes on.
 package client
 
 import (
@@ -15,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/trl-project/trl/protocol"
 )
@@ -42,6 +48,21 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// As makes the error a *protocol.Error for errors.As (protocol.AsError):
+// the same code and message, and the data as the daemon sent it.
+func (e *Error) As(target any) bool {
+	t, ok := target.(**protocol.Error)
+	if !ok {
+		return false
+	}
+	pe := &protocol.Error{Code: protocol.Code(e.Code), Message: e.Message}
+	if len(e.Data) > 0 {
+		pe.Data = e.Data
+	}
+	*t = pe
+	return true
+}
+
 // Is matches a sentinel of the same code.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
@@ -65,11 +86,21 @@ var (
 	ErrInternal        = &Error{Code: string(protocol.CodeInternal)}
 )
 
-// caller is the transport: one call, or one stream of notifications.
+// caller is the transport: one call, or a request whose notifications
+// follow its answer.
 type caller interface {
 	call(ctx context.Context, method string, params, result any) error
-	stream(ctx context.Context, params any, started func(json.RawMessage) error, note func(method string, params json.RawMessage) (done bool)) error
+	open(ctx context.Context, method string, params any) (json.RawMessage, notes, error)
 	close() error
+}
+
+// notes are one stream's notifications, in order.
+type notes interface {
+	// next returns the next notification; it fails when ctx ends or the
+	// connection is lost.
+	next(ctx context.Context) (note, error)
+	// stop drops what is still to come.
+	stop()
 }
 
 // Client talks to one trl daemon. It is safe for concurrent use.
@@ -263,8 +294,8 @@ func (c *Client) Cancel(ctx context.Context, execID, session, signal string) (bo
 	return out.Canceled, err
 }
 
-// StreamHandlers receive a stream's output as it is produced, in order.
-// They run on the connection's reader: keep them quick.
+// StreamHandlers receive a stream's output as it is produced, in order,
+// on the goroutine that called Stream.
 type StreamHandlers struct {
 	Stdout, Stderr func(p []byte)
 }
@@ -273,44 +304,96 @@ type StreamHandlers struct {
 // arrives, and returns its exit. If ctx ends first, the command is
 // interrupted (exec.cancel, SIGINT).
 func (c *Client) Stream(ctx context.Context, r RunRequest, h StreamHandlers) (*ExitNotification, error) {
+	raw, follow, err := c.Open(ctx, protocol.MethodExecStream, r)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	var started protocol.ExecStreamStarted
+	_ = json.Unmarshal(raw, &started)
 	var exit ExitNotification
-	var id string
-	err := c.c.stream(ctx, r, func(raw json.RawMessage) error {
-		var st struct {
-			StreamID string `json:"stream_id"`
-		}
-		if err := json.Unmarshal(raw, &st); err != nil || st.StreamID == "" {
-			return fmt.Errorf("exec.stream answered without a stream_id: %s", raw)
-		}
-		id = st.StreamID
-		return nil
-	}, func(method string, params json.RawMessage) bool {
-		switch method {
-		case protocol.NotifyExecOutput:
-			var n protocol.OutputNotification
-			if json.Unmarshal(params, &n) == nil {
-				f := h.Stdout
-				if n.Stream == "stderr" {
-					f = h.Stderr
-				}
-				if f != nil {
-					f([]byte(n.Data))
-				}
+	err = follow(ctx, func(method string, params any) error {
+		switch n := params.(type) {
+		case protocol.OutputNotification:
+			f := h.Stdout
+			if n.Stream == "stderr" {
+				f = h.Stderr
 			}
-		case protocol.NotifyExecExit:
-			_ = json.Unmarshal(params, &exit)
-			return true
+			if f != nil {
+				f([]byte(n.Data))
+			}
+		case protocol.ExitNotification:
+			exit = n
 		}
-		return false
+		return nil
 	})
-	if ctx.Err() != nil && id != "" {
-		c.interrupt("", id)
+	if ctx.Err() != nil {
+		c.interrupt("", started.StreamID)
 		return nil, ctx.Err()
 	}
 	if err != nil {
 		return nil, err
 	}
 	return &exit, nil
+}
+
+// Open sends a request whose notifications follow its answer
+// (exec.stream, exec.attach): it returns the answer as sent and a Follow
+// that delivers the notifications as protocol.OutputNotification and
+// protocol.ExitNotification values until the exit. Call the Follow
+// (once): until then the first notifications are kept for it.
+func (c *Client) Open(ctx context.Context, method string, params any) (json.RawMessage, protocol.Follow, error) {
+	raw, n, err := c.c.open(ctx, method, params)
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, follow(n), nil
+}
+
+// follow makes a protocol.Follow of a stream's notifications: each is
+// decoded into its type and emitted; exec.exit ends it.
+func follow(n notes) protocol.Follow {
+	var once sync.Once
+	return func(ctx context.Context, emit protocol.Emitter) error {
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return errors.New("trl client: a stream's Follow runs once")
+		}
+		defer n.stop()
+		for {
+			m, err := n.next(ctx)
+			if err != nil {
+				return err
+			}
+			switch m.method {
+			case protocol.NotifyExecOutput:
+				var o protocol.OutputNotification
+				if err := json.Unmarshal(m.params, &o); err != nil {
+					return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
+				}
+				if err := emit(m.method, o); err != nil {
+					return err
+				}
+			case protocol.NotifyExecApproval:
+				var a protocol.ApprovalNotification
+				if err := json.Unmarshal(m.params, &a); err != nil {
+					return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
+				}
+				if err := emit(m.method, a); err != nil {
+					return err
+				}
+			case protocol.NotifyExecExit:
+				var x protocol.ExitNotification
+				if err := json.Unmarshal(m.params, &x); err != nil {
+					return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
+				}
+				return emit(m.method, x)
+			}
+		}
+	}
 }
 
 // wireError turns a JSON-RPC error's data into an *Error.

@@ -21,29 +21,89 @@ import (
 // cancelTimeout bounds the exec.cancel a given-up call sends.
 const cancelTimeout = 5 * time.Second
 
-// maxPending bounds the notifications kept for a stream whose exec.stream
-// answer the caller has not taken yet.
+// maxPending bounds the notifications kept for a stream nobody follows
+// yet (its Follow has not been called). Once it is followed, a full
+// queue holds the connection's reader back instead: the daemon then
+// slows the command's stream, as for any slow reader.
 const maxPending = 4096
 
 // Dial connects to a daemon's Unix socket (such as /tmp/trl-default.sock).
+// When the connection is lost (the daemon restarted), the calls in flight
+// fail and the next call dials the socket again.
 func Dial(ctx context.Context, socket string) (*Client, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", socket)
+	s := &socketCaller{socket: socket, subs: map[string]*sub{}, early: map[string][]note{}}
+	conn, err := s.dial(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("trl client: dial %s: %w", socket, err)
+		return nil, err
 	}
-	s := &socketCaller{subs: map[string]*sub{}, pending: map[string][]note{}}
-	s.conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(nc), jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed())
+	s.conn = conn
 	return &Client{c: s}, nil
 }
 
 // socketCaller is JSON-RPC 2.0 over the socket with sourcegraph/jsonrpc2.
 type socketCaller struct {
-	conn *jsonrpc2.Conn
+	socket string
 
-	mu      sync.Mutex
-	subs    map[string]*sub
-	pending map[string][]note
+	mu     sync.Mutex
+	conn   *jsonrpc2.Conn
+	closed bool
+	subs   map[string]*sub
+	// early holds notifications that came before their stream's answer
+	// was read (the daemon writes the answer first, but the answer is
+	// taken by the caller's goroutine, the notifications by the reader).
+	early map[string][]note
+}
+
+func (s *socketCaller) dial(ctx context.Context) (*jsonrpc2.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", s.socket)
+	if err != nil {
+		return nil, fmt.Errorf("trl client: dial %s: %w", s.socket, err)
+	}
+	return jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(nc), jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed()), nil
+}
+
+func alive(c *jsonrpc2.Conn) bool {
+	select {
+	case <-c.DisconnectNotify():
+		return false
+	default:
+		return true
+	}
+}
+
+// connection returns the live connection, dialing the socket again when
+// the last one was lost. No lock is held while dialing: of two callers
+// that redial at once, one connection is kept and the other closed.
+func (s *socketCaller) connection(ctx context.Context) (*jsonrpc2.Conn, error) {
+	s.mu.Lock()
+	c, closed := s.conn, s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errClosed
+	}
+	if alive(c) {
+		return c, nil
+	}
+	nc, err := s.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		nc.Close()
+		return nil, errClosed
+	case s.conn != c && alive(s.conn):
+		won := s.conn
+		s.mu.Unlock()
+		nc.Close()
+		return won, nil
+	}
+	s.conn = nc
+	s.mu.Unlock()
+	return nc, nil
 }
 
 type note struct {
@@ -51,11 +111,91 @@ type note struct {
 	params json.RawMessage
 }
 
-// sub is one Stream call's share of the notifications.
+// sub is one stream's queue of notifications, filled by the connection's
+// reader and emptied by its Follow.
 type sub struct {
-	deliver func(method string, params json.RawMessage) bool
-	done    chan struct{}
-	ended   bool
+	mu        sync.Mutex
+	q         []note
+	following bool
+	ended     bool // exec.exit was queued
+	gone      bool // the Follow returned: drop what comes
+	ready     chan struct{}
+	space     chan struct{}
+	closed    <-chan struct{}
+	remove    func()
+}
+
+func newSub(closed <-chan struct{}, remove func()) *sub {
+	return &sub{ready: make(chan struct{}, 1), space: make(chan struct{}, 1), closed: closed, remove: remove}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// push queues one notification; it runs on the connection's reader.
+func (sb *sub) push(n note) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	for len(sb.q) >= maxPending && !sb.gone && n.method != protocol.NotifyExecExit {
+		if !sb.following {
+			return // nobody follows yet: keep the first maxPending
+		}
+		sb.mu.Unlock()
+		select {
+		case <-sb.space:
+		case <-sb.closed:
+		}
+		sb.mu.Lock()
+		select {
+		case <-sb.closed:
+			return
+		default:
+		}
+	}
+	if sb.gone || sb.ended {
+		return
+	}
+	sb.q = append(sb.q, n)
+	if n.method == protocol.NotifyExecExit {
+		sb.ended = true
+	}
+	signal(sb.ready)
+}
+
+// next takes the next notification.
+func (sb *sub) next(ctx context.Context) (note, error) {
+	for {
+		sb.mu.Lock()
+		sb.following = true
+		if len(sb.q) > 0 {
+			n := sb.q[0]
+			sb.q = sb.q[1:]
+			sb.mu.Unlock()
+			signal(sb.space)
+			return n, nil
+		}
+		sb.mu.Unlock()
+		select {
+		case <-sb.ready:
+		case <-ctx.Done():
+			return note{}, ctx.Err()
+		case <-sb.closed:
+			return note{}, errClosed
+		}
+	}
+}
+
+func (sb *sub) stop() {
+	sb.mu.Lock()
+	sb.gone = true
+	sb.q = nil
+	sb.mu.Unlock()
+	signal(sb.space)
+	sb.remove()
 }
 
 // handle receives the daemon's notifications on the connection's reader,
@@ -70,33 +210,28 @@ func (s *socketCaller) handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2
 	if json.Unmarshal(*req.Params, &id) != nil || id.StreamID == "" {
 		return nil, nil
 	}
+	n := note{req.Method, append(json.RawMessage(nil), *req.Params...)}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sb := s.subs[id.StreamID]; sb != nil {
-		s.feed(id.StreamID, sb, note{req.Method, *req.Params})
+	sb := s.subs[id.StreamID]
+	if sb == nil {
+		if q := s.early[id.StreamID]; len(q) < maxPending || n.method == protocol.NotifyExecExit {
+			s.early[id.StreamID] = append(q, n)
+		}
+		s.mu.Unlock()
 		return nil, nil
 	}
-	if q := s.pending[id.StreamID]; len(q) < maxPending {
-		s.pending[id.StreamID] = append(q, note{req.Method, append(json.RawMessage(nil), *req.Params...)})
-	}
+	s.mu.Unlock()
+	sb.push(n)
 	return nil, nil
 }
 
-// feed delivers one notification; called with mu held.
-func (s *socketCaller) feed(id string, sb *sub, n note) {
-	if sb.ended {
-		return
-	}
-	if sb.deliver(n.method, n.params) {
-		sb.ended = true
-		close(sb.done)
-		delete(s.subs, id)
-	}
-}
-
 func (s *socketCaller) call(ctx context.Context, method string, params, result any) error {
+	conn, err := s.connection(ctx)
+	if err != nil {
+		return err
+	}
 	var raw json.RawMessage
-	if err := s.conn.Call(ctx, method, params, &raw); err != nil {
+	if err := conn.Call(ctx, method, params, &raw); err != nil {
 		return convert(err)
 	}
 	if result == nil || len(raw) == 0 {
@@ -105,40 +240,48 @@ func (s *socketCaller) call(ctx context.Context, method string, params, result a
 	return json.Unmarshal(raw, result)
 }
 
-func (s *socketCaller) stream(ctx context.Context, params any, started func(json.RawMessage) error, deliver func(string, json.RawMessage) bool) error {
-	var raw json.RawMessage
-	if err := s.conn.Call(ctx, protocol.MethodExecStream, params, &raw); err != nil {
-		return convert(err)
+func (s *socketCaller) open(ctx context.Context, method string, params any) (json.RawMessage, notes, error) {
+	conn, err := s.connection(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := started(raw); err != nil {
-		return err
+	var raw json.RawMessage
+	if err := conn.Call(ctx, method, params, &raw); err != nil {
+		return nil, nil, convert(err)
 	}
 	var st struct {
 		StreamID string `json:"stream_id"`
 	}
-	_ = json.Unmarshal(raw, &st)
-	sb := &sub{deliver: deliver, done: make(chan struct{})}
-	s.mu.Lock()
-	s.subs[st.StreamID] = sb
-	for _, n := range s.pending[st.StreamID] {
-		s.feed(st.StreamID, sb, n)
+	if json.Unmarshal(raw, &st) != nil || st.StreamID == "" {
+		return nil, nil, fmt.Errorf("trl client: %s answered without a stream_id: %s", method, clip(raw))
 	}
-	delete(s.pending, st.StreamID)
-	s.mu.Unlock()
-	select {
-	case <-sb.done:
-		return nil
-	case <-ctx.Done():
+	id := st.StreamID
+	var sb *sub
+	sb = newSub(conn.DisconnectNotify(), func() {
 		s.mu.Lock()
-		delete(s.subs, st.StreamID)
+		if s.subs[id] == sb {
+			delete(s.subs, id)
+		}
 		s.mu.Unlock()
-		return ctx.Err()
-	case <-s.conn.DisconnectNotify():
-		return errClosed
+	})
+	s.mu.Lock()
+	s.subs[id] = sb
+	early := s.early[id]
+	delete(s.early, id)
+	s.mu.Unlock()
+	for _, n := range early {
+		sb.push(n)
 	}
+	return raw, sb, nil
 }
 
-func (s *socketCaller) close() error { return s.conn.Close() }
+func (s *socketCaller) close() error {
+	s.mu.Lock()
+	s.closed = true
+	c := s.conn
+	s.mu.Unlock()
+	return c.Close()
+}
 
 // convert turns jsonrpc2's error into an *Error.
 func convert(err error) error {
@@ -160,7 +303,8 @@ func convert(err error) error {
 // http://127.0.0.1:8765) with its bearer token. Each call is one POST to
 // /rpc; a stream reads the response's lines as they come.
 func DialHTTP(base, token string) *Client {
-	return &Client{c: &httpCaller{url: strings.TrimRight(base, "/") + "/rpc", token: token, hc: &http.Client{}}}
+	base = strings.TrimSuffix(strings.TrimRight(base, "/"), "/rpc")
+	return &Client{c: &httpCaller{url: base + "/rpc", token: token, hc: &http.Client{}}}
 }
 
 type httpCaller struct {
@@ -179,7 +323,16 @@ type rpcMessage struct {
 }
 
 func (h *httpCaller) post(ctx context.Context, method string, params any) (*http.Response, error) {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      int             `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}{"2.0", 1, method, p})
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +342,7 @@ func (h *httpCaller) post(ctx context.Context, method string, params any) (*http
 	}
 	req.Header.Set("Authorization", "Bearer "+h.token)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/x-ndjson, application/json")
 	resp, err := h.hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -232,35 +386,60 @@ func (h *httpCaller) call(ctx context.Context, method string, params, result any
 	return json.Unmarshal(m.Result, result)
 }
 
-func (h *httpCaller) stream(ctx context.Context, params any, started func(json.RawMessage) error, deliver func(string, json.RawMessage) bool) error {
-	resp, err := h.post(ctx, protocol.MethodExecStream, params)
+// open posts a streaming request. The request outlives ctx once its
+// answer is read: from then on the Follow's context governs the body.
+func (h *httpCaller) open(ctx context.Context, method string, params any) (json.RawMessage, notes, error) {
+	reqCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	resp, err := h.post(reqCtx, method, params)
 	if err != nil {
-		return err
+		stop()
+		cancel()
+		return nil, nil, err
 	}
-	defer resp.Body.Close()
 	r := bufio.NewReaderSize(resp.Body, 64<<10)
 	m, err := first(r)
-	if err != nil {
-		return err
+	if !stop() || err != nil {
+		resp.Body.Close()
+		cancel()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, nil, err
 	}
-	if err := started(m.Result); err != nil {
-		return err
-	}
+	return m.Result, &httpNotes{r: r, body: resp.Body, cancel: cancel}, nil
+}
+
+// httpNotes reads a stream's notifications from the response's lines.
+type httpNotes struct {
+	r      *bufio.Reader
+	body   io.Closer
+	cancel context.CancelFunc
+}
+
+func (n *httpNotes) next(ctx context.Context) (note, error) {
+	stop := context.AfterFunc(ctx, n.cancel)
+	defer stop()
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := n.r.ReadBytes('\n')
 		if len(line) > 0 {
-			var n rpcMessage
-			if json.Unmarshal(line, &n) == nil && n.Method != "" && deliver(n.Method, n.Params) {
-				return nil
+			var m rpcMessage
+			if json.Unmarshal(line, &m) == nil && m.Method != "" {
+				return note{m.Method, m.Params}, nil
 			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return note{}, ctx.Err()
 			}
-			return fmt.Errorf("trl client: the stream ended before its exit: %w", err)
+			return note{}, fmt.Errorf("trl client: the stream ended before its exit: %w", err)
 		}
 	}
+}
+
+func (n *httpNotes) stop() {
+	n.cancel()
+	n.body.Close()
 }
 
 func (h *httpCaller) close() error {

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	headtail "github.com/trl-project/trl/internal/clip"
 )
 
 // Error codes a ToolResult carries besides trl's own (COMMAND_FAILED,
@@ -81,8 +82,8 @@ type collector struct {
 
 func newCollector(budget int, interval time.Duration) *collector {
 	return &collector{
-		stdout:     outputClip{max: budget},
-		stderr:     outputClip{max: budget},
+		stdout:     outputClip{headtail.Clip{Max: budget}},
+		stderr:     outputClip{headtail.Clip{Max: budget}},
 		interval:   interval,
 		maxUpdates: 1000,
 		maxBytes:   budget,
@@ -147,76 +148,20 @@ func (c *collector) body(res toolResult) []byte {
 	return encode(res)
 }
 
-// outputClip keeps the first and the last max/2 bytes of what is written to it,
-// so memory stays bounded however much a command prints.
-type outputClip struct {
-	max    int
-	head   []byte
-	tail   []byte // the most recent bytes; trimmed to max/2 when it reaches max
-	total  int64
-	closed bool // the head is done (full, or bytes were lost after it)
-}
+// outputClip is a stream's head and tail within a budget (package clip,
+// the one clipper of the text front-ends), shown with the gateway's
+// omission line.
+type outputClip struct{ headtail.Clip }
 
-func (c *outputClip) write(s string) {
-	c.total += int64(len(s))
-	if !c.closed {
-		room := c.max/2 - len(c.head)
-		n := min(room, len(s))
-		c.head = append(c.head, s[:n]...)
-		s = s[n:]
-		if len(c.head) >= c.max/2 {
-			c.closed = true
-		}
-	}
-	if s == "" {
-		return
-	}
-	keep := c.max - c.max/2
-	if len(s) > keep {
-		s = s[len(s)-keep:]
-		c.tail = c.tail[:0]
-	}
-	c.tail = append(c.tail, s...)
-	if len(c.tail) >= 2*keep {
-		n := copy(c.tail, c.tail[len(c.tail)-keep:])
-		c.tail = c.tail[:n]
-	}
-}
+func (c *outputClip) write(s string) { c.Write(s) }
 
 // skip records n bytes that were lost.
-func (c *outputClip) skip(n int64) {
-	c.total += n
-	c.closed = true
-}
+func (c *outputClip) skip(n int64) { c.Skip(n) }
 
 // String is the head and the tail, with a note of how many bytes were left
-// out between them. Cuts are moved to character boundaries.
+// out between them.
 func (c *outputClip) String() string {
-	keep := c.max - c.max/2
-	tail := c.tail
-	if len(tail) > keep {
-		tail = tail[len(tail)-keep:]
-	}
-	if c.total == int64(len(c.head))+int64(len(tail)) {
-		return string(c.head) + string(tail)
-	}
-	head := c.head
-	for i := 0; i < utf8.UTFMax && len(head) > 0; i++ {
-		if r, size := utf8.DecodeLastRune(head); r != utf8.RuneError || size != 1 {
-			break
-		}
-		head = head[:len(head)-1]
-	}
-	for i := 0; i < utf8.UTFMax && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
-		tail = tail[1:]
-	}
-	omitted := c.total - int64(len(head)) - int64(len(tail))
-	var b strings.Builder
-	b.Write(head)
-	if len(head) > 0 && head[len(head)-1] != '\n' {
-		b.WriteByte('\n')
-	}
-	fmt.Fprintf(&b, "[... trl: %d bytes of output omitted ...]\n", omitted)
-	b.Write(tail)
-	return b.String()
+	return c.Cut().String(func(k headtail.Cut) string {
+		return fmt.Sprintf("[... trl: %d bytes of output omitted ...]\n", k.Dropped)
+	})
 }

@@ -21,7 +21,7 @@ import (
 func connect(t *testing.T, opts *mcp.ClientOptions) (*mcp.ClientSession, *runtime.Runtime) {
 	t.Helper()
 	rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
-	srv := New(Options{Handler: rt, Version: "test"})
+	srv := New(Options{API: rt, Version: "test"})
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)
@@ -65,7 +65,7 @@ func TestToolsListed(t *testing.T) {
 	for _, tool := range res.Tools {
 		byName[tool.Name] = tool
 	}
-	for _, name := range []string{"run", "send_input", "wait", "read_output", "screen", "cancel", "session_create", "session_list", "session_destroy"} {
+	for _, name := range []string{"run", "send_input", "wait", "read_output", "screen", "cancel", "session_create", "session_list", "session_info", "session_destroy", "read_background", "resize"} {
 		tool := byName[name]
 		require.NotNil(t, tool, name)
 		assert.NotEmpty(t, tool.Description, name)
@@ -151,7 +151,7 @@ func TestSessionsScreenCancelAndErrors(t *testing.T) {
 	assert.Equal(t, true, st["canceled"])
 
 	// Errors a model can act on are tool errors, with the message.
-	text, _, isErr = callTool(t, cs, "run", map[string]any{"session": "nope", "command": "true"})
+	text, _, isErr = callTool(t, cs, "screen", map[string]any{"session": "nope"})
 	assert.True(t, isErr)
 	assert.Contains(t, text, "SESSION_NOT_FOUND")
 	text, _, isErr = callTool(t, cs, "send_input", map[string]any{"session": "work"})
@@ -188,15 +188,15 @@ func TestProgressAndCancellation(t *testing.T) {
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"command": "echo started; sleep 30", "yield_ms": 20000}})
 	require.Error(t, err, "the client gave up")
 	require.Eventually(t, func() bool {
-		reply, err := rt.Handle(context.Background(), mustCall("exec.list"))
+		list, err := rt.ExecList(context.Background(), protocol.ExecListParams{})
 		if err != nil {
 			return false
 		}
-		b, _ := json.Marshal(reply.Data)
-		return strings.Contains(string(b), `"command":"echo started; sleep 30","state":"exited"`)
+		for _, c := range list.Commands {
+			if c.Command == "echo started; sleep 30" && c.State == protocol.StateExited {
+				return true
+			}
+		}
+		return false
 	}, 10*time.Second, 50*time.Millisecond, "the command was interrupted")
-}
-
-func mustCall(method string) *protocol.Call {
-	return &protocol.Call{Method: method, Params: json.RawMessage(`{}`)}
 }

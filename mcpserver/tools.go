@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -13,7 +12,7 @@ import (
 // RunInput is the run tool's input.
 type RunInput struct {
 	Command  string            `json:"command" jsonschema:"the shell command line to run, e.g. 'cd repo && make test'"`
-	Session  string            `json:"session,omitempty" jsonschema:"session id or name; default: the session named default, created on first use"`
+	Session  string            `json:"session,omitempty" jsonschema:"session id or name; default: the session named default; a name not in use is created on first use"`
 	TimeoutS float64           `json:"timeout_s,omitempty" jsonschema:"hard limit in seconds from the start, across yields; 0: the session's default (none)"`
 	YieldMS  int64             `json:"yield_ms,omitempty" jsonschema:"return after this many milliseconds if the command still runs (default 10000, at most 55000); it goes on, and wait picks it up"`
 	Stdin    *string           `json:"stdin,omitempty" jsonschema:"text fed to the command's standard input, followed by end-of-file"`
@@ -25,37 +24,55 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, in RunInput)
 		return toolError(protocol.Errorf(protocol.CodeInvalidParams, "command is required, e.g. \"ls -la\"")), nil, nil
 	}
 	yield := yieldOf(in.YieldMS, defaultYield)
-	params := map[string]any{"command": in.Command, "yield_ms": min(step, yield).Milliseconds(), "render": "text"}
-	if in.Session != "" {
-		params["session_id"] = in.Session
-	}
+	p := protocol.ExecParams{SessionID: in.Session, Command: &in.Command, Stdin: in.Stdin, Env: in.Env, YieldMS: ptr(yield.Milliseconds())}
 	if in.TimeoutS > 0 {
-		params["timeout_s"] = in.TimeoutS
+		p.TimeoutS = &in.TimeoutS
 	}
-	if in.Stdin != nil {
-		params["stdin"] = *in.Stdin
+	interrupt := func(c context.Context) bool {
+		r, err := s.api.ExecCancel(c, protocol.ExecCancelParams{SessionID: in.Session, Signal: "SIGINT"})
+		return err == nil && r.Canceled
 	}
-	if len(in.Env) > 0 {
-		params["env"] = in.Env
+	call := func(c context.Context) (protocol.ExecStatus, error) { return s.api.ExecRun(c, p) }
+	st, err := s.block(ctx, req, yield, interrupt, call)
+	created, renewed := false, false
+	switch code := codeOf(err); {
+	case in.Session != "" && code == protocol.CodeSessionNotFound:
+		// A session the model names is created on first use, as default is.
+		// Another client may create it at the same time: run anyway, and
+		// if the session is still missing, say why it was not created.
+		_, cerr := s.api.SessionCreate(s.ctx(ctx), protocol.SessionCreateParams{Name: in.Session})
+		created = cerr == nil
+		st, err = s.block(ctx, req, yield, interrupt, call)
+		if cerr != nil && codeOf(err) == protocol.CodeSessionNotFound {
+			err = cerr
+		}
+	case in.Session != "" && code == protocol.CodeSessionExited:
+		// A named session whose shell exited starts anew with the same
+		// shell, as default does; the answer says so. One named by its id
+		// is left as it is.
+		info, ierr := s.api.SessionInfo(s.ctx(ctx), protocol.SessionRef{SessionID: in.Session})
+		if ierr != nil || info.Name != in.Session {
+			break
+		}
+		if _, cerr := s.api.SessionCreate(s.ctx(ctx), protocol.SessionCreateParams{Name: in.Session, Shell: info.Shell}); cerr == nil {
+			renewed = true
+			st, err = s.block(ctx, req, yield, interrupt, call)
+		}
 	}
-	raw, err := s.call(context.WithoutCancel(ctx), protocol.MethodExecRun, params)
 	if err != nil {
 		return toolError(err), nil, nil
 	}
-	return s.answer(ctx, req, raw, yield)
+	v := s.status(s.ctx(ctx), st)
+	v.SessionCreated, v.renewed = created, renewed
+	v.renewable = in.Session == "" || in.Session != st.SessionID
+	return result(v.text(), v), nil, nil
 }
 
-// answer follows a status to its end, an input prompt or the yield, and
-// turns it into the tool's result.
-func (s *server) answer(ctx context.Context, req *mcp.CallToolRequest, raw json.RawMessage, yield interface{ Milliseconds() int64 }) (*mcp.CallToolResult, any, error) {
-	var st status
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return toolError(err), nil, nil
-	}
-	var out output
-	out.add(st)
-	st, raw = s.follow(ctx, req, st, raw, yieldOf(yield.Milliseconds(), defaultYield), &out)
-	return result(out.text(st), raw), nil, nil
+// ctx is the context of the calls that do not block: the MCP caller's,
+// and not ended by the client's cancel (they are quick, and the answer
+// of a cancelled run still reads its output).
+func (s *server) ctx(ctx context.Context) context.Context {
+	return protocol.WithCaller(context.WithoutCancel(ctx), caller)
 }
 
 // SendInputInput is the send_input tool's input.
@@ -70,57 +87,121 @@ type SendInputInput struct {
 }
 
 func (s *server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in SendInputInput) (*mcp.CallToolResult, any, error) {
-	var items []any
+	var items protocol.InputList
 	if in.Input != "" {
-		items = append(items, in.Input)
+		items = append(items, protocol.Text(in.Input))
 	}
 	for _, k := range in.Keys {
-		items = append(items, map[string]any{"key": k})
+		items = append(items, protocol.Key(k))
 	}
 	if in.EOF {
-		items = append(items, map[string]any{"eof": true})
+		items = append(items, protocol.InputItem{EOF: true})
 	}
 	if len(items) == 0 {
 		return toolError(protocol.Errorf(protocol.CodeInvalidParams, "nothing to type: give input, keys or eof")), nil, nil
 	}
 	yield := yieldOf(in.YieldMS, defaultYield)
-	params := map[string]any{"input": items, "secret": in.Secret, "render": "text", "yield_ms": min(step, yield).Milliseconds()}
-	if in.ExecID != "" {
-		params["exec_id"] = in.ExecID
-	} else {
-		params["session_id"] = in.Session
+	p := protocol.ExecInputParams{ExecID: in.ExecID, Input: items, Secret: in.Secret, YieldMS: ptr(yield.Milliseconds())}
+	if in.ExecID == "" {
+		p.SessionID = in.Session
 	}
-	raw, err := s.call(context.WithoutCancel(ctx), protocol.MethodExecInput, params)
+	st, err := s.block(ctx, req, yield, s.interrupt(in.ExecID, in.Session), func(c context.Context) (protocol.ExecStatus, error) {
+		return s.api.ExecInput(c, p)
+	})
 	if err != nil {
 		return toolError(err), nil, nil
 	}
-	return s.answer(ctx, req, raw, yield)
+	v := s.status(s.ctx(ctx), st)
+	return result(v.text(), v), nil, nil
+}
+
+// interrupt sends SIGINT to the command named by id, or else the one
+// running in session.
+func (s *server) interrupt(id, session string) func(context.Context) bool {
+	return func(c context.Context) bool {
+		p := protocol.ExecCancelParams{ExecID: id, Signal: "SIGINT"}
+		if id == "" {
+			p.SessionID = session
+		}
+		r, err := s.api.ExecCancel(c, p)
+		return err == nil && r.Canceled
+	}
 }
 
 // WaitInput is the wait tool's input.
 type WaitInput struct {
-	ExecID    string `json:"exec_id,omitempty" jsonschema:"the command to wait for; default: any running command"`
+	ExecID    string `json:"exec_id,omitempty" jsonschema:"the command to wait for; default: the one running in session, or else any command this client started that has news"`
+	Session   string `json:"session,omitempty" jsonschema:"wait for the command running in this session (id or name), when exec_id is not given"`
 	TimeoutMS int64  `json:"timeout_ms,omitempty" jsonschema:"give up after this many milliseconds (default 30000, at most 55000); the command goes on"`
 }
 
 func (s *server) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, any, error) {
-	id := in.ExecID
-	if id == "" {
-		id = "any"
+	timeout := yieldOf(in.TimeoutMS, defaultWait)
+	p := protocol.ExecWaitParams{ExecID: in.ExecID, TimeoutMS: ptr(timeout.Milliseconds())}
+	var interrupt func(context.Context) bool
+	switch {
+	case in.ExecID != "":
+		interrupt = s.interrupt(in.ExecID, "")
+	case in.Session != "":
+		info, err := s.api.SessionInfo(s.ctx(ctx), protocol.SessionRef{SessionID: in.Session})
+		if err != nil {
+			return toolError(err), nil, nil
+		}
+		if info.Command == nil {
+			return toolError(protocol.Errorf(protocol.CodeInvalidState, "session %s runs no command; nothing to wait for", in.Session)), nil, nil
+		}
+		p.ExecID = info.Command.ExecID
+	default:
+		ids, err := s.owed(ctx, req.Session)
+		if err != nil {
+			return toolError(err), nil, nil
+		}
+		if len(ids) == 0 {
+			return toolError(protocol.Errorf(protocol.CodeInvalidState, "no command this client started is running or has news; run starts one (wait with session waits for a session's command)")), nil, nil
+		}
+		p.ExecIDs = ids
 	}
-	timeout := yieldOf(in.TimeoutMS, 30*defaultYield/10)
-	raw, err := s.call(context.WithoutCancel(ctx), protocol.MethodExecWait, map[string]any{"exec_id": id, "timeout_ms": min(step, timeout).Milliseconds(), "render": "text"})
+	st, err := s.block(ctx, req, timeout, interrupt, func(c context.Context) (protocol.ExecStatus, error) {
+		return s.api.ExecWait(c, p)
+	})
 	if err != nil {
 		return toolError(err), nil, nil
 	}
-	return s.answer(ctx, req, raw, timeout)
+	v := s.status(s.ctx(ctx), st)
+	return result(v.text(), v), nil, nil
+}
+
+// owed returns the commands this client session started whose end it has
+// not been told, as far as the daemon still knows them.
+func (s *server) owed(ctx context.Context, ss *mcp.ServerSession) ([]string, error) {
+	mine := s.mine(ss)
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	list, err := s.api.ExecList(s.ctx(ctx), protocol.ExecListParams{})
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, c := range list.Commands {
+		known[c.ExecID] = true
+	}
+	var ids []string
+	for _, id := range mine {
+		if known[id] {
+			ids = append(ids, id)
+		} else {
+			s.track(ss, protocol.ExecStatus{ExecID: id, State: protocol.StateExited}) // forgotten by the daemon
+		}
+	}
+	return ids, nil
 }
 
 // ReadOutputInput is the read_output tool's input.
 type ReadOutputInput struct {
 	ExecID   string `json:"exec_id" jsonschema:"the command whose output to read"`
 	Stream   string `json:"stream,omitempty" jsonschema:"stdout (default) or stderr"`
-	Offset   int64  `json:"offset,omitempty" jsonschema:"byte offset to read from (statuses give stdout_offset and stderr_offset)"`
+	Offset   int64  `json:"offset,omitempty" jsonschema:"byte offset to read from (a cut output says where its omitted part starts)"`
 	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"at most this many bytes (default 32768)"`
 }
 
@@ -129,42 +210,73 @@ func (s *server) readOutput(ctx context.Context, _ *mcp.CallToolRequest, in Read
 	if limit <= 0 {
 		limit = textCap
 	}
-	raw, err := s.call(ctx, protocol.MethodExecRead, map[string]any{"exec_id": in.ExecID, "stream": in.Stream, "offset": in.Offset, "limit": limit, "render": "text"})
+	r, err := s.api.ExecRead(s.ctx(ctx), protocol.ExecReadParams{ExecID: in.ExecID, Stream: in.Stream, Offset: in.Offset, Limit: limit, Render: "text"})
 	if err != nil {
 		return toolError(err), nil, nil
 	}
-	var r struct {
-		Data     string `json:"data"`
-		Offset   int64  `json:"offset"`
-		Length   int    `json:"length"`
-		Complete bool   `json:"complete"`
+	var b strings.Builder
+	if r.LostBytes > 0 {
+		fmt.Fprintf(&b, "[bytes %d–%d are no longer kept; reading from %d]\n", r.Offset-r.LostBytes, r.Offset, r.Offset)
 	}
-	_ = json.Unmarshal(raw, &r)
-	more := "the end of what is kept"
-	if !r.Complete {
-		more = fmt.Sprintf("more from offset %d", r.Offset+int64(r.Length))
+	b.WriteString(r.Data)
+	if r.Data != "" && !strings.HasSuffix(r.Data, "\n") {
+		b.WriteString("\n")
 	}
-	return result(fmt.Sprintf("%s\n[bytes %d–%d; %s]", r.Data, r.Offset, r.Offset+int64(r.Length), more), raw), nil, nil
+	end := r.Offset + int64(r.Length)
+	more := fmt.Sprintf("more from offset %d", end)
+	if r.Complete {
+		more = "the end of the output"
+	}
+	fmt.Fprintf(&b, "[bytes %d–%d; %s]", r.Offset, end, more)
+	return result(b.String(), r), nil, nil
 }
 
-// ScreenInput is the screen tool's input.
-type ScreenInput struct {
+// SessionRefInput names a session (screen, session_info).
+type SessionRefInput struct {
 	Session string `json:"session,omitempty" jsonschema:"session id or name (default: default)"`
 }
 
-func (s *server) screen(ctx context.Context, _ *mcp.CallToolRequest, in ScreenInput) (*mcp.CallToolResult, any, error) {
-	ref := in.Session
+func orDefault(ref string) string {
 	if ref == "" {
-		ref = "default"
+		return "default"
 	}
-	raw, err := s.call(ctx, protocol.MethodSessionScreen, map[string]any{"session_id": ref})
+	return ref
+}
+
+func (s *server) screen(ctx context.Context, _ *mcp.CallToolRequest, in SessionRefInput) (*mcp.CallToolResult, any, error) {
+	scr, err := s.api.SessionScreen(s.ctx(ctx), protocol.SessionScreenParams{SessionID: orDefault(in.Session)})
 	if err != nil {
 		return toolError(err), nil, nil
 	}
-	var scr protocol.Screen
-	_ = json.Unmarshal(raw, &scr)
-	txt := strings.Join(scr.Lines, "\n") + fmt.Sprintf("\n[%dx%d, cursor at row %d col %d%s]", scr.Cols, scr.Rows, scr.Cursor.Row+1, scr.Cursor.Col+1, map[bool]string{true: ", full-screen program", false: ""}[scr.AltScreen])
-	return result(txt, raw), nil, nil
+	full := ""
+	if scr.AltScreen {
+		full = ", full-screen program"
+	}
+	txt := strings.Join(scr.Lines, "\n") + fmt.Sprintf("\n[%dx%d, cursor at row %d col %d%s]", scr.Cols, scr.Rows, scr.Cursor.Row+1, scr.Cursor.Col+1, full)
+	return result(txt, scr), nil, nil
+}
+
+func (s *server) sessionInfo(ctx context.Context, _ *mcp.CallToolRequest, in SessionRefInput) (*mcp.CallToolResult, any, error) {
+	info, err := s.api.SessionInfo(s.ctx(ctx), protocol.SessionRef{SessionID: orDefault(in.Session)})
+	if err != nil {
+		return toolError(err), nil, nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "session %s (%s): %s, %s in %s, %dx%d, %d commands run\n", info.SessionID, info.Name, info.State, info.Shell, info.WorkingDir, info.Cols, info.Rows, info.CommandsRun)
+	switch {
+	case info.EndCause != "":
+		fmt.Fprintf(&b, "ended: %s", info.EndCause)
+	case info.Command != nil:
+		c := info.Command
+		fmt.Fprintf(&b, "running %s: %q (%s", c.ExecID, c.Command, c.State)
+		if c.Input != nil {
+			fmt.Fprintf(&b, ", waiting for input (%s): %q", c.Input.Kind, c.Input.Prompt)
+		}
+		b.WriteString(")")
+	default:
+		b.WriteString("no command running")
+	}
+	return result(b.String(), info), nil, nil
 }
 
 // CancelInput is the cancel tool's input.
@@ -175,29 +287,19 @@ type CancelInput struct {
 }
 
 func (s *server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in CancelInput) (*mcp.CallToolResult, any, error) {
-	params := map[string]any{}
-	if in.ExecID != "" {
-		params["exec_id"] = in.ExecID
-	} else if in.Session != "" {
-		params["session_id"] = in.Session
+	p := protocol.ExecCancelParams{ExecID: in.ExecID, Signal: protocol.Signal(in.Signal)}
+	if in.ExecID == "" {
+		p.SessionID = in.Session
 	}
-	if in.Signal != "" {
-		params["signal"] = in.Signal
-	}
-	raw, err := s.call(ctx, protocol.MethodExecCancel, params)
+	r, err := s.api.ExecCancel(s.ctx(ctx), p)
 	if err != nil {
 		return toolError(err), nil, nil
 	}
-	var r struct {
-		Canceled bool   `json:"canceled"`
-		Signal   string `json:"signal"`
-	}
-	_ = json.Unmarshal(raw, &r)
 	txt := "nothing was running"
 	if r.Canceled {
 		txt = "sent " + r.Signal + "; wait shows how it ended"
 	}
-	return result(txt, raw), nil, nil
+	return result(txt, r), nil, nil
 }
 
 // SessionCreateInput is the session_create tool's input.
@@ -209,27 +311,21 @@ type SessionCreateInput struct {
 }
 
 func (s *server) sessionCreate(ctx context.Context, _ *mcp.CallToolRequest, in SessionCreateInput) (*mcp.CallToolResult, any, error) {
-	raw, err := s.call(ctx, protocol.MethodSessionCreate, in)
+	info, err := s.api.SessionCreate(s.ctx(ctx), protocol.SessionCreateParams{Name: in.Name, Shell: in.Shell, WorkingDir: in.WorkingDir, Env: in.Env})
 	if err != nil {
 		return toolError(err), nil, nil
 	}
-	var info protocol.SessionInfo
-	_ = json.Unmarshal(raw, &info)
-	return result(fmt.Sprintf("session %s (%s) created: %s in %s", info.SessionID, info.Name, info.Shell, info.WorkingDir), raw), nil, nil
+	return result(fmt.Sprintf("session %s (%s) created: %s in %s", info.SessionID, info.Name, info.Shell, info.WorkingDir), info), nil, nil
 }
 
 // SessionListInput is the session_list tool's (empty) input.
 type SessionListInput struct{}
 
 func (s *server) sessionList(ctx context.Context, _ *mcp.CallToolRequest, _ SessionListInput) (*mcp.CallToolResult, any, error) {
-	raw, err := s.call(ctx, protocol.MethodSessionList, map[string]any{})
+	l, err := s.api.SessionList(s.ctx(ctx), protocol.SessionListParams{})
 	if err != nil {
 		return toolError(err), nil, nil
 	}
-	var l struct {
-		Sessions []protocol.SessionInfo `json:"sessions"`
-	}
-	_ = json.Unmarshal(raw, &l)
 	var b strings.Builder
 	for _, in := range l.Sessions {
 		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", in.SessionID, in.Name, in.State, in.WorkingDir)
@@ -237,7 +333,7 @@ func (s *server) sessionList(ctx context.Context, _ *mcp.CallToolRequest, _ Sess
 	if b.Len() == 0 {
 		b.WriteString("no sessions; run creates \"default\" on first use\n")
 	}
-	return result(b.String(), raw), nil, nil
+	return result(b.String(), l), nil, nil
 }
 
 // SessionDestroyInput is the session_destroy tool's input.
@@ -247,9 +343,55 @@ type SessionDestroyInput struct {
 }
 
 func (s *server) sessionDestroy(ctx context.Context, _ *mcp.CallToolRequest, in SessionDestroyInput) (*mcp.CallToolResult, any, error) {
-	raw, err := s.call(ctx, protocol.MethodSessionDestroy, map[string]any{"session_id": in.Session, "force": in.Force})
+	r, err := s.api.SessionDestroy(s.ctx(ctx), protocol.SessionDestroyParams{SessionID: in.Session, Force: in.Force})
 	if err != nil {
 		return toolError(err), nil, nil
 	}
-	return result("session "+in.Session+" destroyed", raw), nil, nil
+	return result("session "+in.Session+" destroyed", r), nil, nil
+}
+
+// ReadBackgroundInput is the read_background tool's input.
+type ReadBackgroundInput struct {
+	Session  string `json:"session,omitempty" jsonschema:"session id or name (default: default)"`
+	Offset   int64  `json:"offset,omitempty" jsonschema:"byte offset to read from (the previous answer gives the next one)"`
+	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"at most this many bytes (default 32768)"`
+}
+
+func (s *server) readBackground(ctx context.Context, _ *mcp.CallToolRequest, in ReadBackgroundInput) (*mcp.CallToolResult, any, error) {
+	limit := in.MaxBytes
+	if limit <= 0 {
+		limit = textCap
+	}
+	r, err := s.api.SessionOutput(s.ctx(ctx), protocol.SessionOutputParams{SessionID: orDefault(in.Session), Offset: in.Offset, Limit: limit, Render: "text"})
+	if err != nil {
+		return toolError(err), nil, nil
+	}
+	var b strings.Builder
+	if r.LostBytes > 0 {
+		fmt.Fprintf(&b, "[bytes %d–%d are no longer kept; reading from %d]\n", r.Offset-r.LostBytes, r.Offset, r.Offset)
+	}
+	if r.Data == "" {
+		b.WriteString("nothing was printed outside commands")
+	}
+	b.WriteString(r.Data)
+	if !strings.HasSuffix(b.String(), "\n") {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "[bytes %d–%d; the next read starts at offset %d]", r.Offset, r.Next, r.Next)
+	return result(b.String(), r), nil, nil
+}
+
+// ResizeInput is the resize tool's input.
+type ResizeInput struct {
+	Session string `json:"session,omitempty" jsonschema:"session id or name (default: default)"`
+	Rows    int    `json:"rows" jsonschema:"rows of the terminal"`
+	Cols    int    `json:"cols" jsonschema:"columns of the terminal"`
+}
+
+func (s *server) resize(ctx context.Context, _ *mcp.CallToolRequest, in ResizeInput) (*mcp.CallToolResult, any, error) {
+	info, err := s.api.SessionResize(s.ctx(ctx), protocol.SessionResizeParams{SessionID: orDefault(in.Session), Rows: &in.Rows, Cols: &in.Cols})
+	if err != nil {
+		return toolError(err), nil, nil
+	}
+	return result(fmt.Sprintf("session %s (%s) is now %d columns by %d rows", info.SessionID, info.Name, info.Cols, info.Rows), info), nil, nil
 }

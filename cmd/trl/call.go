@@ -1,19 +1,24 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"time"
+	"strings"
+
+	trlclient "github.com/trl-project/trl/client"
+	"github.com/trl-project/trl/protocol"
 )
 
-// call sends one request and prints the response line, then, for
-// exec.stream and exec.attach, each notification until exec.exit. It
-// exits 1 when the response says ok:false.
+// call sends one request with the Go client and prints the response
+// line, then, for exec.stream and exec.attach, each notification until
+// exec.exit, all in trl's own envelope ({"id":1,"ok":...}). It exits 1
+// when the response says ok:false or the daemon cannot be reached.
 func call(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("trl call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -38,68 +43,103 @@ func call(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if *httpURL != "" {
-		return callHTTP(*httpURL, *timeout, method, params, stdout, stderr)
-	}
-	path := socketPath(fs, *socket, *instance)
-	conn, err := net.Dial("unix", path)
-	if err != nil {
-		fmt.Fprintf(stderr, "trl call: cannot reach a daemon at %s: %v (start one with `trl serve`)\n", path, err)
-		return 1
-	}
-	defer conn.Close()
+	ctx := context.Background()
 	if *timeout > 0 {
-		conn.SetDeadline(time.Now().Add(*timeout))
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
 	}
-	req, _ := json.Marshal(map[string]any{"id": 1, "method": method, "params": params})
-	if _, err := conn.Write(append(req, '\n')); err != nil {
-		fmt.Fprintln(stderr, "trl call:", err)
-		return 1
-	}
-	return printResponses(bufio.NewReaderSize(conn, 64<<10), stdout, stderr)
-}
-
-// printResponses copies lines until the response and, when it started a
-// stream, its exec.exit notification.
-func printResponses(r *bufio.Reader, stdout, stderr io.Writer) int {
-	code := 0
-	streaming := false
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 {
-			stdout.Write(line)
-			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				OK     *bool           `json:"ok"`
-				Method string          `json:"method"`
-				Data   struct {
-					StreamID string `json:"stream_id"`
-				} `json:"data"`
-			}
-			if json.Unmarshal(line, &msg) == nil {
-				switch {
-				case msg.OK != nil:
-					if !*msg.OK {
-						return 1
-					}
-					if msg.Data.StreamID == "" {
-						return code
-					}
-					streaming = true
-				case msg.Method == "exec.exit" && streaming:
-					return code
-				}
-			}
+	var c *trlclient.Client
+	if *httpURL != "" {
+		c = dialHTTP(*httpURL, stderr)
+		if c == nil {
+			return 2
 		}
-		if err != nil {
-			if err != io.EOF {
-				fmt.Fprintln(stderr, "trl call:", err)
-			} else {
-				fmt.Fprintln(stderr, "trl call: the daemon closed the connection")
-			}
+	} else {
+		path := socketPath(fs, *socket, *instance)
+		var err error
+		if c, err = trlclient.Dial(ctx, path); err != nil {
+			fmt.Fprintf(stderr, "trl call: cannot reach a daemon at %s: %v (start one with `trl serve`)\n", path, err)
 			return 1
 		}
 	}
+	defer c.Close()
+	return printCall(ctx, c, method, params, stdout, stderr)
 }
 
-var _ = os.Stdout
+// callID is the id `trl call` prints its response with.
+var callID = &protocol.Request{Dialect: protocol.TRL, ID: json.RawMessage("1")}
+
+// printCall makes the call and prints what it answered in trl's
+// envelope, encoded as the daemon encodes it.
+func printCall(ctx context.Context, c *trlclient.Client, method string, params json.RawMessage, stdout, stderr io.Writer) int {
+	var raw json.RawMessage
+	var follow protocol.Follow
+	var err error
+	if method == protocol.MethodExecStream || method == protocol.MethodExecAttach {
+		raw, follow, err = c.Open(ctx, method, params)
+	} else {
+		err = c.Call(ctx, method, params, &raw)
+	}
+	if err != nil {
+		var ce *trlclient.Error
+		if !errors.As(err, &ce) {
+			fmt.Fprintln(stderr, "trl call:", err)
+			return 1
+		}
+		stdout.Write(protocol.ErrorMessage(callID, envelopeError(ce)).Bytes())
+		return 1
+	}
+	if len(raw) == 0 {
+		raw = json.RawMessage("null")
+	}
+	m, err := protocol.Result(callID, raw)
+	if err != nil {
+		fmt.Fprintln(stderr, "trl call:", err)
+		return 1
+	}
+	stdout.Write(m.Bytes())
+	if follow == nil {
+		return 0
+	}
+	err = follow(ctx, func(method string, params any) error {
+		b, err := protocol.EncodeNotification(protocol.TRL, method, params)
+		if err == nil {
+			_, err = stdout.Write(b)
+		}
+		return err
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "trl call:", err)
+		return 1
+	}
+	return 0
+}
+
+// envelopeError is the error as trl's envelope carries it: a JSON-RPC
+// error's data is {"code", ...the data's fields} (or {"code", "detail"}
+// for data that is not an object); the envelope has the data apart.
+func envelopeError(ce *trlclient.Error) *protocol.Error {
+	e := &protocol.Error{Code: protocol.Code(ce.Code), Message: ce.Message}
+	code, _ := json.Marshal(ce.Code)
+	rest, ok := bytes.CutPrefix(bytes.TrimSpace(ce.Data), append([]byte(`{"code":`), code...))
+	switch {
+	case !ok || string(rest) == "}":
+	case bytes.HasPrefix(rest, []byte(`,"detail":`)):
+		e.Data = json.RawMessage(rest[len(`,"detail":`) : len(rest)-1])
+	case rest[0] == ',':
+		e.Data = json.RawMessage(append([]byte{'{'}, rest[1:]...))
+	}
+	return e
+}
+
+// dialHTTP is `trl call --http URL`'s client, with the token from
+// TRL_AUTH_TOKEN (nil after printing why when it is missing).
+func dialHTTP(base string, stderr io.Writer) *trlclient.Client {
+	token := os.Getenv("TRL_AUTH_TOKEN")
+	if token == "" {
+		fmt.Fprintln(stderr, "trl call: --http needs the daemon's token in TRL_AUTH_TOKEN")
+		return nil
+	}
+	return trlclient.DialHTTP(strings.TrimSuffix(strings.TrimRight(base, "/"), "/rpc"), token)
+}

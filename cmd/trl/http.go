@@ -106,9 +106,9 @@ func (f *httpFlags) listen(log zerolog.Logger, rt *runtime.Runtime, maxBody int)
 	return hs, nil
 }
 
-// mcpHandler serves MCP's Streamable HTTP on /mcp with trl's tools on h.
-func mcpHandler(h protocol.Handler) http.Handler {
-	srv := mcpserver.New(mcpserver.Options{Handler: h, Version: runtime.Version})
+// mcpHandler serves MCP's Streamable HTTP on /mcp with trl's tools on api.
+func mcpHandler(api protocol.API) http.Handler {
+	srv := mcpserver.New(mcpserver.Options{API: api, Version: runtime.Version})
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 }
 

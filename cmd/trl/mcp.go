@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	trlclient "github.com/trl-project/trl/client"
 	"github.com/trl-project/trl/mcpserver"
 	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/runtime"
@@ -38,11 +40,11 @@ func mcpCmd(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	var h protocol.Handler
-	bridge := mcpserver.Bridge{Socket: path}
-	if err := bridge.Ping(ctx); err == nil {
+	var api protocol.API
+	if c := dialDaemon(ctx, path); c != nil {
+		defer c.Close()
 		log.Info().Str("socket", path).Msg("trl mcp: bridging to the daemon; sessions outlive this MCP client")
-		h = bridge
+		api = c
 	} else {
 		rt, closeAudit, err := l.runtime(log)
 		if err != nil {
@@ -56,12 +58,36 @@ func mcpCmd(args []string) int {
 			rt.Shutdown(sctx)
 		}()
 		log.Info().Str("socket", path).Msg("trl mcp: no daemon answers on the socket; running the runtime in-process (sessions end with this MCP client)")
-		h = rt
+		api = rt
 	}
-	srv := mcpserver.New(mcpserver.Options{Handler: h, Version: runtime.Version})
-	if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+	srv := mcpserver.New(mcpserver.Options{API: api, Version: runtime.Version})
+	// A signal ends the server with a cause of its own: the tools
+	// interrupt a command only for a cancel the client sent (cause
+	// context.Canceled), never because this process is stopped.
+	sctx, end := context.WithCancelCause(context.Background())
+	defer end(nil)
+	defer context.AfterFunc(ctx, func() { end(errSignalled) })()
+	if err := srv.Run(sctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
 		log.Error().Err(err).Msg("trl mcp")
 		return 1
 	}
 	return 0
+}
+
+var errSignalled = errors.New("trl mcp: stopped by a signal")
+
+// dialDaemon returns a client of the daemon on socket when one answers
+// system.ping within 2 s, else nil.
+func dialDaemon(ctx context.Context, socket string) *trlclient.Client {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := trlclient.Dial(ctx, socket)
+	if err != nil {
+		return nil
+	}
+	if _, err := c.SystemPing(ctx, protocol.PingParams{}); err != nil {
+		c.Close()
+		return nil
+	}
+	return c
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	trlclient "github.com/trl-project/trl/client"
+	"github.com/trl-project/trl/protocol"
 )
 
 func mcpClient() *mcp.Client {
@@ -84,3 +86,69 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// Issue 24 item 11 in bridge mode, over real pipes to a real `trl mcp`
+// process: closing its stdin (the MCP client goes away) leaves the
+// daemon's command running; a request the client cancels
+// (notifications/cancelled) interrupts it.
+func TestMCPBridgeClientGoneVersusCancel(t *testing.T) {
+	d := startDaemon(t)
+	api, err := trlclient.Dial(context.Background(), d.socket)
+	require.NoError(t, err)
+	defer api.Close()
+	find := func(command string) string {
+		var id string
+		require.Eventually(t, func() bool {
+			list, err := api.ExecList(context.Background(), protocol.ExecListParams{})
+			if err != nil {
+				return false
+			}
+			for _, c := range list.Commands {
+				if c.Command == command {
+					id = c.ExecID
+				}
+			}
+			return id != ""
+		}, 20*time.Second, 20*time.Millisecond, "the command started")
+		return id
+	}
+	waitEnd := func(id string) protocol.ExecStatus {
+		st, err := api.ExecWait(context.Background(), protocol.ExecWaitParams{ExecID: id, TimeoutMS: ptrTo(int64(30000))})
+		require.NoError(t, err)
+		require.Equal(t, protocol.StateExited, st.State)
+		return st
+	}
+	connect := func() *mcp.ClientSession {
+		cmd := exec.Command(trlBin, "mcp", "--socket", d.socket)
+		cs, err := mcpClient().Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		require.NoError(t, err)
+		return cs
+	}
+
+	cs := connect()
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"command": "sleep 2; echo survived", "yield_ms": 30000}})
+	}()
+	id := find("sleep 2; echo survived")
+	require.NoError(t, cs.Close(), "closes trl mcp's stdin and waits for it to exit")
+	st := waitEnd(id)
+	assert.False(t, st.Canceled, "the command was not interrupted")
+	require.NotNil(t, st.ExitCode)
+	assert.Equal(t, 0, *st.ExitCode)
+
+	cs = connect()
+	defer cs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"command": "sleep 30; echo never", "yield_ms": 30000}})
+		errc <- err
+	}()
+	id = find("sleep 30; echo never")
+	cancel()
+	require.Error(t, <-errc)
+	st = waitEnd(id)
+	assert.True(t, st.Canceled, "the cancelled request interrupted its command")
+}
+
+func ptrTo[T any](v T) *T { return &v }
