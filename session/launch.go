@@ -186,17 +186,26 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return proc, err
 	}
 	var proc *os.Process
-	if subreaper {
-		s.status, err = theReaper.spawn(s.stopped, func() (int, error) {
-			p, err := startShell()
-			if err != nil {
-				return 0, err
-			}
-			proc = p
-			return p.Pid, nil
-		})
+	run := func() (err error) {
+		if subreaper {
+			s.status, err = theReaper.spawn(s.stopped, func() (int, error) {
+				p, err := startShell()
+				if err != nil {
+					return 0, err
+				}
+				proc = p
+				return p.Pid, nil
+			})
+		} else {
+			proc, err = startShell()
+		}
+		return err
+	}
+	if l := s.lease; l != nil {
+		// Its own /tmp, /var/tmp, /dev/shm and IPC (namespace.go).
+		err = inNamespaces([]string{s.tmpDir, l.home, s.cfg.WorkingDir}, run, s.exited)
 	} else {
-		proc, err = startShell()
+		err = run()
 	}
 	if err != nil {
 		os.RemoveAll(s.tmpDir)
