@@ -24,8 +24,11 @@ const (
 // SessionCreateParams are session.create's parameters. Zero values mean
 // the defaults SPEC §4 gives.
 type SessionCreateParams struct {
-	Shell      string            `json:"shell"`
-	Env        map[string]string `json:"env"`
+	Shell string            `json:"shell"`
+	Env   map[string]string `json:"env"`
+	// Secrets are environment variables whose values trl masks ("***")
+	// in everything it stores or sends (issue 23 §2).
+	Secrets    map[string]string `json:"secrets"`
 	WorkingDir string            `json:"working_dir"`
 	Name       string            `json:"name"`
 	TimeoutS   *float64          `json:"timeout_s"`

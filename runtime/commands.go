@@ -143,7 +143,7 @@ func (rt *Runtime) summary(c *command) protocol.ExecSummary {
 	sum := protocol.ExecSummary{
 		ExecID:      c.id,
 		SessionID:   c.s.ID(),
-		Command:     cut(c.text, 256),
+		Command:     cut(c.s.MaskText(c.text), 256),
 		State:       protocol.StateRunning,
 		StartedAt:   c.started.UTC().Format(time.RFC3339Nano),
 		StdoutBytes: act.StdoutBytes,

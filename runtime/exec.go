@@ -70,7 +70,7 @@ func (rt *Runtime) auditCommand(s *session.Session, actor, method, command strin
 		Str("method", method).
 		Str("session", s.ID()).
 		Str("actor", actor).
-		Str("command", cut(command, 4096)).
+		Str("command", cut(s.MaskText(command), 4096)).
 		Int("exit_code", x.ExitCode).
 		Int64("duration_ms", x.Duration.Milliseconds()).
 		Bool("timed_out", x.TimedOut).

@@ -255,7 +255,7 @@ func (rt *Runtime) auditInput(c *command, actor string, items []terminput.Item, 
 		ev = ev.Strs("keys", keys)
 	}
 	if !secret {
-		ev = ev.Str("text", cut(string(text), auditInputCutoff))
+		ev = ev.Str("text", cut(c.s.MaskText(string(text)), auditInputCutoff))
 	}
 	ev.Msg("input")
 }

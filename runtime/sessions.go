@@ -17,7 +17,7 @@ func (rt *Runtime) sessionCreate(_ context.Context, call *protocol.Call) (*proto
 	if err := protocol.DecodeParams(call.Params, &p); err != nil {
 		return nil, err
 	}
-	cfg := session.Config{Shell: p.Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name, IsolationKey: call.IsolationKey}
+	cfg := session.Config{Shell: p.Shell, Env: p.Env, Secrets: p.Secrets, WorkingDir: p.WorkingDir, Name: p.Name, IsolationKey: call.IsolationKey}
 	if p.TimeoutS != nil {
 		d, err := seconds("timeout_s", *p.TimeoutS)
 		if err != nil {

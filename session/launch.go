@@ -37,6 +37,9 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*
 	s.ended, s.endSession = context.WithCancelCause(context.Background())
 	s.lastUsed = s.created
 	s.newScreen()
+	for _, v := range cfg.Secrets {
+		s.secrets = s.secrets.with(secretParts([]byte(v)))
+	}
 	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
 		s.releaseLease()
 		return nil, err
@@ -135,14 +138,24 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return fail(fmt.Errorf("make session temp dir: %w", err))
 	}
 	env := s.cfg.Env
+	if len(s.cfg.Secrets) > 0 {
+		env = make(map[string]string, len(s.cfg.Env)+len(s.cfg.Secrets))
+		for k, v := range s.cfg.Env {
+			env[k] = v
+		}
+		for k, v := range s.cfg.Secrets {
+			env[k] = v
+		}
+	}
 	if l := s.lease; l != nil {
 		if err := s.isolateFiles(pts); err != nil {
 			os.RemoveAll(s.tmpDir)
 			return fail(errorf(ErrStart, "the shell did not start: prepare the isolated session: %v", err))
 		}
 		if _, ok := env["HOME"]; !ok {
-			env = make(map[string]string, len(s.cfg.Env)+1)
-			for k, v := range s.cfg.Env {
+			prev := env
+			env = make(map[string]string, len(prev)+1)
+			for k, v := range prev {
 				env[k] = v
 			}
 			env["HOME"] = l.home

@@ -216,6 +216,17 @@ func normalize(cfg *Config) error {
 	if err := CheckEnv(cfg.Env); err != nil {
 		return err
 	}
+	if err := CheckEnv(cfg.Secrets); err != nil {
+		return fmt.Errorf("secrets: %w", err)
+	}
+	for k := range cfg.Secrets {
+		if _, ok := cfg.Env[k]; ok {
+			return errorf(ErrInvalid, "%s is both in env and in secrets; give it once", k)
+		}
+		if shellState[k] || startupOnly[k] {
+			return errorf(ErrInvalid, "secret %s would change how trl's shell itself runs and is not accepted", k)
+		}
+	}
 	for k := range cfg.Env {
 		if shellState[k] {
 			return errorf(ErrInvalid, "env %s would change how trl's shell itself runs and is not accepted at session.create; set it inside a command (export %s=...) if a command needs it", k, k)

@@ -45,8 +45,11 @@ func (o Options) startTimeout() time.Duration {
 // Config describes a session to create. Zero values mean: shell /bin/sh,
 // working dir /tmp, no name, no default timeout, 24 rows by 80 columns.
 type Config struct {
-	Shell      string
-	Env        map[string]string
+	Shell string
+	Env   map[string]string
+	// Secrets are variables like Env whose values are masked in all of
+	// the session's output (mask.go): an agent's API keys.
+	Secrets    map[string]string
 	WorkingDir string
 	Name       string
 	Timeout    time.Duration

@@ -61,6 +61,14 @@ type Session struct {
 	// never overtakes bytes a reader goroutine already holds.
 	ioMu sync.Mutex
 	job  *Job // running job; guarded by ioMu and mu (both held to change)
+	// secrets are masked in all output; held is, per stream, a tail that
+	// could begin one, not yet handed on (mask.go). Guarded by ioMu.
+	secrets secretSet
+	held    [2][]byte
+	// typed is what a person typed so far on the line of a password
+	// prompt (WriteTyped).
+	typedMu sync.Mutex
+	typed   []byte
 
 	mu       sync.Mutex
 	state    State
@@ -217,6 +225,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 		}
 	}
 	s.ioMu.Lock()
+	s.flushHeld() // what came between commands is not this command's
 	s.job = j
 	s.ioMu.Unlock()
 	s.state = StateBusy
@@ -226,7 +235,9 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	s.restoreTerminal()
 	s.mu.Unlock()
 
-	s.log.Trace().Bytes("line", line).Msg("send")
+	if s.log.GetLevel() <= zerolog.TraceLevel {
+		s.log.Trace().Bytes("line", s.maskLog(line)).Msg("send")
+	}
 	if _, err := s.cmdW.Write(line); err != nil {
 		// The shell is gone; reap completes the job with its status.
 		s.log.Debug().Err(err).Msg("write command")
