@@ -125,6 +125,13 @@ func enterNamespaces(keep []string) error {
 			return fmt.Errorf("mount a private tmpfs on %s: %w", d, err)
 		}
 	}
+	// A /proc of its own that shows only the session's uid's processes:
+	// other tenants' command lines and environments' sizes, and the
+	// daemon, are out of sight. Since Linux 5.8 each proc mount has its
+	// own options, which is also the only kernel that knows "invisible";
+	// an older one refuses it (leaving /proc as it was) rather than
+	// changing the host's /proc, whose mount it would share.
+	_ = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=invisible")
 	// A POSIX message queue file system mounted on the host shows the
 	// host's queues; mounted again here it shows this namespace's.
 	if isMountPoint("/dev/mqueue") {

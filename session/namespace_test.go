@@ -121,9 +121,13 @@ func TestIsolatedSessionReachesWhatItNeeds(t *testing.T) {
 	require.NoError(t, err)
 	b, err := m.Create(Config{})
 	require.NoError(t, err)
-	run2(t, a, "echo x > /tmp/only-a")
-	out, _, _ := run2(t, b, "ls /tmp/only-a 2>&1 >/dev/null | wc -l; ipcs -m | grep -c '^0x'")
+	out, _, _ := run2(t, a, "echo x > /tmp/only-a; sleep 300 & echo $!")
+	bg := strings.TrimSpace(out)
+	out, _, _ = run2(t, b, "ls /tmp/only-a 2>&1 >/dev/null | wc -l; ipcs -m | grep -c '^0x'")
 	assert.Equal(t, "1\n0\n", out)
+	// Nor does b see a's processes, or the daemon, in its /proc.
+	out, _, _ = run2(t, b, fmt.Sprintf("ls -d /proc/%s /proc/%d /proc/%d 2>/dev/null | wc -l; ls -d /proc/$$ | wc -l", bg, a.pid, os.Getpid()))
+	assert.Equal(t, "0\n1\n", out, "b sees other processes")
 }
 
 // TestPoolSweepsLeftoversOfItsUIDs: what a uid of the range owns in the
