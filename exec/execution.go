@@ -97,6 +97,9 @@ type Exit struct {
 	// Cause says why.
 	SessionExited bool
 	Cause         error
+	// OutOfMemory is set when the OOM killer ended a process of the
+	// session's memory-limited group while the command ran.
+	OutOfMemory bool
 }
 
 // Execution is one running command. It owns it from start to end: its
@@ -213,6 +216,7 @@ func (e *Execution) finish() {
 		Cwd:           st.Cwd,
 		SessionExited: st.Exited,
 		Cause:         e.job.Cause(),
+		OutOfMemory:   st.OOMKilled,
 	}
 	x := e.exit
 	e.mu.Unlock()

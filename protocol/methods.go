@@ -34,6 +34,8 @@ type SessionCreateParams struct {
 	TimeoutS   *float64          `json:"timeout_s"`
 	Rows       *int              `json:"rows"`
 	Cols       *int              `json:"cols"`
+	// Limits bound the session's memory, CPU, processes and disk share.
+	Limits *SessionLimits `json:"limits"`
 }
 
 // SessionRef names a session by id or name.
@@ -68,6 +70,11 @@ type SessionInfo struct {
 	EndCause string `json:"end_cause,omitempty"`
 	// Command is the command running now (session.info only; SPEC §8).
 	Command *ExecSummary `json:"command,omitempty"`
+	// Limits are the limits the session runs under, when it has any.
+	Limits *SessionLimits `json:"limits,omitempty"`
+	// Usage is what its processes use now (session.info only, for a
+	// session with limits).
+	Usage *SessionUsage `json:"usage,omitempty"`
 }
 
 // ExecParams are the parameters of exec.run and exec.stream.
@@ -101,6 +108,8 @@ type ExecResult struct {
 	Cwd         string `json:"cwd"`
 	// SessionExited is set when the command ended the session's shell.
 	SessionExited bool `json:"session_exited,omitempty"`
+	// EndCause is EndCauseOutOfMemory when the OOM killer ended it.
+	EndCause string `json:"end_cause,omitempty"`
 }
 
 // ExecCancelParams are exec.cancel's parameters. Signal is a name such as
@@ -134,4 +143,6 @@ type ExitNotification struct {
 	StdoutBytes   int64  `json:"stdout_bytes"`
 	StderrBytes   int64  `json:"stderr_bytes"`
 	SessionExited bool   `json:"session_exited,omitempty"`
+	// EndCause is EndCauseOutOfMemory when the OOM killer ended it.
+	EndCause string `json:"end_cause,omitempty"`
 }

@@ -266,6 +266,7 @@ func follow(ctx context.Context, st *exec.Stream, r *exec.Reader, emit protocol.
 				StdoutBytes:   out,
 				StderrBytes:   errb,
 				SessionExited: exit.SessionExited,
+				EndCause:      endCause(*exit),
 			})
 		}
 	}

@@ -95,6 +95,9 @@ func fillExit(st *protocol.ExecStatus, x exec.Exit) {
 	st.DurationMS = x.Duration.Milliseconds()
 	st.TimedOut, st.Canceled = x.TimedOut, x.Canceled
 	st.Cwd, st.SessionExited = x.Cwd, x.SessionExited
+	if x.OutOfMemory {
+		st.EndCause = protocol.EndCauseOutOfMemory
+	}
 	switch {
 	case x.TimedOut:
 		st.Reason = protocol.ReasonTimeout

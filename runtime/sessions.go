@@ -25,6 +25,9 @@ func (rt *Runtime) sessionCreate(_ context.Context, call *protocol.Call) (*proto
 		}
 		cfg.Timeout = d
 	}
+	if l := p.Limits; l != nil {
+		cfg.Limits = session.Limits{MemoryMB: l.MemoryMB, CPU: l.CPU, PIDs: l.PIDs, IOWeight: l.IOWeight}
+	}
 	if p.Rows != nil {
 		if *p.Rows <= 0 {
 			return nil, protocol.Errorf(protocol.CodeInvalidParams, "rows must be between 1 and 1000")
@@ -71,6 +74,7 @@ func info(s *session.Session) protocol.SessionInfo {
 		Cols:        in.Cols,
 		ExitCode:    in.ExitCode,
 		EndCause:    in.EndCause,
+		Limits:      limitsOf(s.Limits()),
 	}
 }
 
@@ -104,6 +108,11 @@ func (rt *Runtime) sessionInfo(_ context.Context, call *protocol.Call) (*protoco
 		return nil, err
 	}
 	in := info(s)
+	// Usage is shown beside limits: a session without limits may sit in
+	// a group whose controllers this host does not give (usage 0).
+	if u, ok := s.Usage(); ok && !s.Limits().IsZero() {
+		in.Usage = &protocol.SessionUsage{MemoryBytes: u.MemoryBytes, CPUSeconds: u.CPUSeconds, PIDs: u.PIDs, OOMKills: u.OOMKills}
+	}
 	if c := rt.current(s); c != nil {
 		sum := rt.summary(c)
 		in.Command = &sum

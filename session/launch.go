@@ -33,6 +33,7 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*
 
 		launched: make(chan struct{}),
 		lease:    l,
+		limits:   cfg.Limits,
 	}
 	s.ended, s.endSession = context.WithCancelCause(context.Background())
 	s.lastUsed = s.created
@@ -182,13 +183,24 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		attr.Sys.Credential = s.lease.credential()
 	}
 	s.cg = newCgroup(s.id)
+	if !s.limits.IsZero() {
+		if s.cg == nil {
+			os.RemoveAll(s.tmpDir)
+			return fail(errorf(ErrInvalid, "limits need a cgroup v2 group for the session, and none could be made"))
+		}
+		if err := s.cg.applyLimits(s.limits); err != nil {
+			s.cg.remove()
+			os.RemoveAll(s.tmpDir)
+			return fail(errorf(ErrInvalid, "limits cannot be set: %v", err))
+		}
+	}
 	if s.cg != nil {
 		attr.Sys.UseCgroupFD = true
 		attr.Sys.CgroupFD = int(s.cg.fd.Fd())
 	}
 	startShell := func() (*os.Process, error) {
 		proc, err := os.StartProcess(s.cfg.Shell, argv, attr)
-		if err != nil && s.cg != nil {
+		if err != nil && s.cg != nil && s.limits.IsZero() {
 			// clone3 into a cgroup can be refused (seccomp, old
 			// kernel): start without, and rely on /proc scans.
 			s.cg.remove()

@@ -97,6 +97,15 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	if err := normalize(&cfg); err != nil {
 		return nil, err
 	}
+	cfg.Limits = m.opts.Limits.Over(cfg.Limits)
+	if err := cfg.Limits.Check(); err != nil {
+		return nil, err
+	}
+	if !cfg.Limits.IsZero() {
+		if err := enableControllers(cfg.Limits.controllers()); err != nil {
+			return nil, errorf(ErrInvalid, "limits cannot be set on this host: %v; run the daemon where cgroup v2 is delegated to it, or leave limits out", err)
+		}
+	}
 	if m.opts.Isolation != nil && m.poolErr != nil {
 		return nil, errorf(ErrStart, "isolation is unavailable, so no session can be created: %v", m.poolErr)
 	}

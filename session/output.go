@@ -166,6 +166,10 @@ func (s *Session) drain(rc syscall.RawConn, stream Stream) {
 // complete ends the job whose command line had sequence number seq (-1:
 // whichever runs, because the shell ended).
 func (s *Session) complete(seq int64, st Status) {
+	oomKills := int64(-1)
+	if s.limits.MemoryMB > 0 {
+		oomKills = s.cg.oomKills() // before the locks: a file read
+	}
 	s.mu.Lock()
 	s.ioMu.Lock()
 	j := s.job
@@ -187,6 +191,7 @@ func (s *Session) complete(seq int64, st Status) {
 	s.flushHeld() // the command is over: nothing more of a secret comes
 	s.job = nil
 	s.ioMu.Unlock()
+	st.OOMKilled = oomKills > j.oomBase && j.oomBase >= 0 && oomKills >= 0
 	if st.Exited {
 		st.Cwd = s.cwd
 	} else {

@@ -109,6 +109,7 @@ type Session struct {
 	launched chan struct{} // closed once launch has set pid, tree and log
 	reaped   atomic.Bool   // set with state exited, read without mu
 
+	limits    Limits // set on cg at launch (limits.go)
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
 
@@ -131,8 +132,11 @@ type Job struct {
 	// interrupts it rather than a line still being read. pendingINT is an
 	// interrupt asked for before that, sent when the record comes. Both
 	// are guarded by Session.mu.
-	started    bool
-	startedAt  time.Time
+	started   bool
+	startedAt time.Time
+	// oomBase is the group's OOM kill count when the job started (memory
+	// limited sessions only).
+	oomBase    int64
 	pendingINT bool
 	done       chan struct{}
 	status     Status
@@ -203,6 +207,9 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	s.scr.LeaveAltScreen()
 	s.seq++
 	j := &Job{s: s, owner: c.Owner, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
+	if s.limits.MemoryMB > 0 {
+		j.oomBase = s.cg.oomKills()
+	}
 	if c.Stdin != nil {
 		f, err := os.CreateTemp(s.tmpDir, "stdin-")
 		if err == nil {
