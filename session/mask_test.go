@@ -217,7 +217,7 @@ func TestTypedAtPasswordPromptIsSecret(t *testing.T) {
 	j, err := s.Start(Command{Text: `read -r -s -p 'Password: ' v; echo; echo "got $v"; read -r w; echo "and $w"`}, k)
 	require.NoError(t, err)
 	waitWaiting(t, s)
-	for _, c := range "t0ps3cret\r" {
+	for _, c := range "t0ps3crex\x7ft\r" { // with an erase, as people type
 		secret, err := s.WriteTyped([]byte(string(c)))
 		require.NoError(t, err)
 		assert.True(t, secret, "%q at a password prompt", c)
@@ -232,5 +232,8 @@ func TestTypedAtPasswordPromptIsSecret(t *testing.T) {
 	assert.Contains(t, out, "got ***")
 	assert.Contains(t, out, "and plain")
 	assert.NotContains(t, out, "t0ps3cret")
-	assert.Equal(t, "**********plain\r", tp.input())
+	assert.Equal(t, "************plain\r", tp.input())
+	s.ioMu.Lock()
+	assert.Len(t, s.secrets, 1, "only the whole line is a secret, not each prefix: %q", s.secrets)
+	s.ioMu.Unlock()
 }

@@ -124,10 +124,21 @@ func (s *Session) WriteTyped(p []byte) (secret bool, err error) {
 		s.typed = s.typed[:0]
 		return false, nil
 	}
+	// The line is registered when it ends, not key by key: every prefix
+	// of a password as a secret would star out ordinary words ("pas")
+	// and crowd out the real secrets. Until then nothing of it is shown:
+	// the prompt does not echo.
 	for _, c := range p {
 		switch c {
 		case '\r', '\n':
 			s.AddSecret(s.typed)
+			clear(s.typed)
+			s.typed = s.typed[:0]
+		case 0x7f, 0x08: // erase
+			if n := len(s.typed); n > 0 {
+				s.typed = s.typed[:n-1]
+			}
+		case 0x15: // kill the line
 			clear(s.typed)
 			s.typed = s.typed[:0]
 		default:
@@ -136,9 +147,6 @@ func (s *Session) WriteTyped(p []byte) (secret bool, err error) {
 			}
 		}
 	}
-	// Also what is typed so far: a program may print it before the line
-	// ends (a key-at-a-time reader).
-	s.AddSecret(s.typed)
 	return true, nil
 }
 
