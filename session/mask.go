@@ -33,10 +33,14 @@ const maxSecrets = 64
 
 // secretParts splits a secret into what output shows of it: the terminal
 // turns a typed "\r" into "\n" and an output "\n" into "\r\n", so each
-// line is masked on its own.
+// line is masked on its own; typed input may also hold a bracketed
+// paste's markers or other control bytes the program never prints back,
+// which separate parts too.
 func secretParts(b []byte) [][]byte {
+	b = bytes.ReplaceAll(b, []byte("\x1b[200~"), []byte("\n"))
+	b = bytes.ReplaceAll(b, []byte("\x1b[201~"), []byte("\n"))
 	var out [][]byte
-	for _, line := range bytes.FieldsFunc(b, func(r rune) bool { return r == '\r' || r == '\n' }) {
+	for _, line := range bytes.FieldsFunc(b, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		if len(line) >= minSecretLen {
 			out = append(out, bytes.Clone(line))
 		}

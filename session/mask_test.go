@@ -52,6 +52,7 @@ func TestMaskAcrossChunks(t *testing.T) {
 		assert.Equal(t, c.want, string(append(out, o...)), "%q byte by byte", c.in)
 	}
 	assert.Empty(t, secretParts([]byte("ab\r")), "too short to mask")
+	assert.Equal(t, [][]byte{[]byte("pasted-key"), []byte("line2")}, secretParts([]byte("\x1b[200~pasted-key\rline2\x1b[201~\r")), "a bracketed paste's markers are not part of it")
 	assert.Equal(t, "a *** b", string(ss.maskAll([]byte("a hunter2 b"))))
 }
 
