@@ -238,3 +238,44 @@ func TestTypedAtPasswordPromptIsSecret(t *testing.T) {
 	assert.Len(t, s.secrets, 1, "only the whole line is a secret, not each prefix: %q", s.secrets)
 	s.ioMu.Unlock()
 }
+
+// TestSecretSelfEchoingPrograms: the other programs issue 23 §2 names as
+// echoing for themselves — the python3 REPL and node's readline — do not
+// show a secret typed to them either.
+func TestSecretSelfEchoingPrograms(t *testing.T) {
+	cases := []struct {
+		name, tool, cmd, secret, after, want string
+	}{
+		{"python3 REPL", "python3", "python3 -q", "k = 'sk-repl-24680'\r", "print(len(k)); exit()\r", "13"},
+		{"node readline", "node", `node -e "const rl = require('readline').createInterface({input: process.stdin, output: process.stdout}); rl.question('API key: ', a => { console.log('len ' + a.length); rl.close(); })"`,
+			"sk-node-13579\r", "", "len 13"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := exec.LookPath(c.tool); err != nil {
+				t.Skipf("%s is not installed", c.tool)
+			}
+			m := newManager(t)
+			s, err := m.Create(Config{})
+			require.NoError(t, err)
+			k := &splitSink{}
+			j, err := s.Start(Command{Text: c.cmd}, k)
+			require.NoError(t, err)
+			waitWaiting(t, s)
+			require.NoError(t, s.WriteSecret([]byte(c.secret)))
+			if c.after != "" {
+				waitWaiting(t, s)
+				require.NoError(t, s.WriteInput([]byte(c.after)))
+			}
+			select {
+			case <-j.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s did not end; screen:\n%s", c.tool, screenText(s))
+			}
+			out, errOut := k.get()
+			assert.Contains(t, out+errOut, c.want)
+			assert.NotContains(t, out+errOut, "sk-", "the secret was shown")
+			assert.NotContains(t, screenText(s), "sk-")
+		})
+	}
+}
