@@ -27,9 +27,11 @@ import (
 // thread's filesystem context, and neither needs a single-threaded
 // process, unlike CLONE_NEWUSER), mounts, and then starts the shell from
 // that thread: os.StartProcess clones the calling thread, so the shell is
-// born in the namespaces. The goroutine then returns without unlocking,
-// which makes the Go runtime end the thread, so no other goroutine ever
-// runs in those namespaces. (New runtime threads are made by a template
+// born in the namespaces. The goroutine stays on its thread until the
+// shell has been reaped (see inNamespaces for why) and then returns
+// without unlocking, which makes the Go runtime end the thread, so no
+// other goroutine ever runs in those namespaces: one parked thread per
+// isolated session. (New runtime threads are made by a template
 // thread, never cloned from a locked one.) The alternative, re-executing
 // the daemon's binary as a small init that mounts and then execs the
 // shell, needs a hook in every binary that creates sessions (each test
@@ -41,7 +43,8 @@ import (
 // (command and stdin files, under $TMPDIR), its home (the default homes
 // root is under /tmp) and its working directory when that lies under one
 // of them. Each is opened before the tmpfs hides it and bound from its
-// descriptor.
+// descriptor. The namespace also gets its own /proc, showing only the
+// session's uid's processes (hidepid=invisible).
 
 // privateDirs get a fresh tmpfs in every isolated session.
 // They are the directories every user may write to on common
