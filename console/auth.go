@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -114,10 +115,11 @@ func (a *auth) check(r *http.Request) bool {
 		}
 	}
 	if a.hasTok {
-		const prefix = "Bearer "
+		// The scheme is case-insensitive (RFC 9110 §11.1), as /rpc has it.
+		const prefix = "bearer "
 		v := r.Header.Get("Authorization")
-		if len(v) > len(prefix) && v[:len(prefix)] == prefix {
-			h := sha256.Sum256([]byte(v[len(prefix):]))
+		if len(v) > len(prefix) && strings.EqualFold(v[:len(prefix)], prefix) {
+			h := sha256.Sum256([]byte(strings.TrimSpace(v[len(prefix):])))
 			return subtle.ConstantTimeCompare(h[:], a.bearer[:]) == 1
 		}
 	}

@@ -138,6 +138,15 @@ func TestLoginOnceCookieAndHeaders(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	resp.Body.Close()
 	assert.True(t, strings.HasPrefix(out["url"], h.srv.URL+"/console/login?token="), out["url"])
+	// The scheme is case-insensitive, as /rpc has it (issue 23 §4).
+	for _, scheme := range []string{"bearer ", "BEARER "} {
+		req, _ = http.NewRequest(http.MethodPost, h.srv.URL+"/console/api/login-url", nil)
+		req.Header.Set("Authorization", scheme+token)
+		resp, err = plain.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "scheme %q", scheme)
+	}
 	req, _ = http.NewRequest(http.MethodPost, h.srv.URL+"/console/api/login-url", nil)
 	req.Header.Set("Authorization", "Bearer wrong")
 	resp, err = plain.Do(req)

@@ -170,9 +170,11 @@ func (c *Console) readInput(ctx context.Context, conn *websocket.Conn, s *sessio
 			_ = c.send(ctx, conn, websocket.MessageText, msg)
 			continue
 		}
-		err = s.WriteInput([]byte(m.Data))
+		// At a password prompt what is typed is a secret (masked in the
+		// output and in recordings' "i" events).
+		secret, err := s.WriteTyped([]byte(m.Data))
 		c.opts.Audit.Info().Str("event", "input").Str("actor", "console").Str("session", s.ID()).
-			Int("bytes", len(m.Data)).Bool("ok", err == nil).Msg("input")
+			Int("bytes", len(m.Data)).Bool("secret", secret).Bool("ok", err == nil).Msg("input")
 	}
 }
 

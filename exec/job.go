@@ -154,6 +154,9 @@ type Exit struct {
 	// line never reached the shell (denied, cancelled while it waited,
 	// or the shell could not take it).
 	Denied, NotRun bool
+	// OutOfMemory is set when the OOM killer ended a process of the
+	// session's memory-limited group while the command ran.
+	OutOfMemory bool
 }
 
 // Job is one command: its id and text, the session line running it, its
@@ -435,6 +438,7 @@ func (j *Job) lineDone() {
 			Cwd:           st.Cwd,
 			SessionExited: st.Exited,
 			Cause:         cause,
+			OutOfMemory:   st.OOMKilled,
 		}
 		s.exit, s.ended = &x, now
 		return x

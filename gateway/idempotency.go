@@ -45,7 +45,7 @@ func newMemoStore(ttl time.Duration, maxEntries int, maxBytes int64) *memoStore 
 
 // memoKey hashes the key, so a long toolCallId costs no more than a short one.
 func memoKey(tenant, toolCallID string) [sha256.Size]byte {
-	return sha256.Sum256([]byte(tenant + "\x00" + toolCallID))
+	return sha256.Sum256([]byte(joinKey(tenant, toolCallID)))
 }
 
 // begin returns the memo for key: a new one (first is true: the caller

@@ -29,20 +29,20 @@ type slot struct {
 // sessionName is the name of a key's session: stable, so that a run's calls
 // find it, and opaque, so that tenant names never reach the shell.
 func sessionName(tenant, workspace, sessionID string) string {
-	sum := sha256.Sum256([]byte(tenant + "\x00" + workspace + "\x00" + sessionID))
+	sum := sha256.Sum256([]byte(joinKey(tenant, workspace, sessionID)))
 	return "gw-" + hex.EncodeToString(sum[:])[:24]
 }
 
 // isolationKey is the opaque key of one tenant's workspace.
 func isolationKey(tenant, workspace string) string {
-	sum := sha256.Sum256([]byte(tenant + "\x00" + workspace))
+	sum := sha256.Sum256([]byte(joinKey(tenant, workspace)))
 	return "gw-" + hex.EncodeToString(sum[:16])
 }
 
 // acquire returns the key's slot with its turn taken, waiting for the call
 // before it until ctx ends.
 func (g *Gateway) acquire(ctx context.Context, tenant, workspace, sessionID string) (*slot, error) {
-	key := tenant + "\x00" + workspace + "\x00" + sessionID
+	key := joinKey(tenant, workspace, sessionID)
 	g.mu.Lock()
 	s := g.slots[key]
 	if s == nil {

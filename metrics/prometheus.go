@@ -19,6 +19,11 @@ type Options struct {
 	// RunningCommands, when set, is read at each scrape for
 	// trl_commands_running.
 	RunningCommands func() int
+	// SessionUsage, when set, is read at each scrape for the sessions'
+	// summed resource use (trl_sessions_memory_bytes and the like): sums
+	// over every session, never labelled by session, so the series do not
+	// grow with sessions.
+	SessionUsage func() (memoryBytes int64, cpuSeconds float64, pids, oomKills int64)
 	// NoProcessMetrics leaves out the Go runtime and process collectors
 	// (tests that compare whole scrapes).
 	NoProcessMetrics bool
@@ -89,6 +94,9 @@ func New(opts Options) *Prometheus {
 		p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "trl_commands_running", Help: "Commands running now.",
 		}, func() float64 { return float64(f()) }))
+	}
+	if f := opts.SessionUsage; f != nil {
+		p.reg.MustRegister(usageCollector(f))
 	}
 	if !opts.NoProcessMetrics {
 		p.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

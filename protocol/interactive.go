@@ -66,6 +66,8 @@ type ExecStatus struct {
 	Cwd         string `json:"cwd"`
 	// SessionExited is set when the command ended the session's shell.
 	SessionExited bool `json:"session_exited,omitempty"`
+	// EndCause is EndCauseOutOfMemory when the OOM killer ended it.
+	EndCause string `json:"end_cause,omitempty"`
 
 	ExecID    string `json:"exec_id"`
 	SessionID string `json:"session_id"`

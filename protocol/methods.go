@@ -22,13 +22,18 @@ const (
 // SessionCreateParams are session.create's parameters. Zero values mean
 // the defaults SPEC §4 gives.
 type SessionCreateParams struct {
-	Shell      string            `json:"shell"`
-	Env        map[string]string `json:"env"`
+	Shell string            `json:"shell"`
+	Env   map[string]string `json:"env"`
+	// Secrets are environment variables whose values trl masks ("***")
+	// in everything it stores or sends (issue 23 §2).
+	Secrets    map[string]string `json:"secrets"`
 	WorkingDir string            `json:"working_dir"`
 	Name       string            `json:"name"`
 	TimeoutS   *float64          `json:"timeout_s"`
 	Rows       *int              `json:"rows"`
 	Cols       *int              `json:"cols"`
+	// Limits bound the session's memory, CPU, processes and disk share.
+	Limits *SessionLimits `json:"limits"`
 }
 
 // SessionRef names a session by id or name.
@@ -63,6 +68,11 @@ type SessionInfo struct {
 	EndCause string `json:"end_cause,omitempty"`
 	// Command is the command running now (session.info only; SPEC §8).
 	Command *ExecSummary `json:"command,omitempty"`
+	// Limits are the limits the session runs under, when it has any.
+	Limits *SessionLimits `json:"limits,omitempty"`
+	// Usage is what its processes use now (session.info only, for a
+	// session with limits).
+	Usage *SessionUsage `json:"usage,omitempty"`
 }
 
 // ExecParams are the parameters of exec.run and exec.stream.
@@ -96,6 +106,8 @@ type ExecResult struct {
 	Cwd         string `json:"cwd"`
 	// SessionExited is set when the command ended the session's shell.
 	SessionExited bool `json:"session_exited,omitempty"`
+	// EndCause is EndCauseOutOfMemory when the OOM killer ended it.
+	EndCause string `json:"end_cause,omitempty"`
 }
 
 // ExecCancelParams are exec.cancel's parameters. Signal is a name such as
@@ -132,4 +144,6 @@ type ExitNotification struct {
 	// Denied is set when the command never ran: the policy or a person
 	// denied it, or its approval timed out.
 	Denied bool `json:"denied,omitempty"`
+	// EndCause is EndCauseOutOfMemory when the OOM killer ended it.
+	EndCause string `json:"end_cause,omitempty"`
 }

@@ -57,7 +57,7 @@ func (rt *Runtime) summary(j *exec.Job) protocol.ExecSummary {
 	sum := protocol.ExecSummary{
 		ExecID:      j.ID(),
 		SessionID:   j.SessionID(),
-		Command:     cut(j.Command(), 256),
+		Command:     cut(maskText(j, j.Command()), 256),
 		State:       protocol.StateRunning,
 		StartedAt:   j.Started().UTC().Format(time.RFC3339Nano),
 		StdoutBytes: act.StdoutBytes,
@@ -93,4 +93,13 @@ func (rt *Runtime) busyError(s *session.Session, err error) error {
 		Message: "session " + s.ID() + " is running " + j.ID() + " (" + sum.State + "); answer it with exec.input, wait with exec.wait, cancel it with exec.cancel, or use another session",
 		Data:    sum,
 	}
+}
+
+// maskText is text with the secrets of j's session masked (the command
+// line of exec.list and the audit log may hold one).
+func maskText(j *exec.Job, text string) string {
+	if s := j.Session(); s != nil {
+		return s.MaskText(text)
+	}
+	return text
 }

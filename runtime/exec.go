@@ -54,7 +54,7 @@ func (rt *Runtime) auditCommand(c *exec.Job, x exec.Exit, truncated bool) {
 		Str("method", c.Method()).
 		Str("session", c.SessionID()).
 		Str("actor", c.Actor()).
-		Str("command", cut(c.Command(), 4096)).
+		Str("command", cut(maskText(c, c.Command()), 4096)).
 		Int("exit_code", x.ExitCode).
 		Int64("duration_ms", x.Duration.Milliseconds()).
 		Bool("timed_out", x.TimedOut).
@@ -258,6 +258,7 @@ func follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *exec.Reader, e
 				StderrBytes:   errb,
 				SessionExited: exit.SessionExited,
 				Denied:        exit.Denied,
+				EndCause:      endCause(*exit),
 			})
 		}
 	}

@@ -72,6 +72,9 @@ func fillExit(st *protocol.ExecStatus, x exec.Exit) {
 	st.DurationMS = x.Duration.Milliseconds()
 	st.TimedOut, st.Canceled = x.TimedOut, x.Canceled
 	st.Cwd, st.SessionExited = x.Cwd, x.SessionExited
+	if x.OutOfMemory {
+		st.EndCause = protocol.EndCauseOutOfMemory
+	}
 	switch {
 	case x.Denied:
 		st.Reason = protocol.ReasonDenied
@@ -225,7 +228,7 @@ func (rt *Runtime) auditInput(c *exec.Job, actor string, items []terminput.Item,
 		ev = ev.Strs("keys", keys)
 	}
 	if !secret {
-		ev = ev.Str("text", cut(string(text), auditInputCutoff))
+		ev = ev.Str("text", cut(maskText(c, string(text)), auditInputCutoff))
 	}
 	ev.Msg("input")
 }

@@ -189,6 +189,9 @@ func (rt *Runtime) unapproved(j *exec.Job, x exec.Exit) {
 // the decision, who decided and why, how long it waited; the command cut
 // as every audit event cuts it, never its output.
 func (rt *Runtime) auditDecision(s *session.Session, actor, line string, d policy.Decision, outcome string, o *approval.Outcome) {
+	if s != nil {
+		line = s.MaskText(line)
+	}
 	ev := rt.audit.Info().
 		Str("event", "policy").
 		Str("actor", actor).

@@ -18,13 +18,16 @@ func (rt *Runtime) SessionCreate(ctx context.Context, p protocol.SessionCreatePa
 }
 
 func (rt *Runtime) sessionCreate(ctx context.Context, p protocol.SessionCreateParams) (protocol.SessionInfo, error) {
-	cfg := session.Config{Shell: p.Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name, IsolationKey: protocol.CallerFrom(ctx).IsolationKey}
+	cfg := session.Config{Shell: p.Shell, Env: p.Env, Secrets: p.Secrets, WorkingDir: p.WorkingDir, Name: p.Name, IsolationKey: protocol.CallerFrom(ctx).IsolationKey}
 	if p.TimeoutS != nil {
 		d, err := seconds("timeout_s", *p.TimeoutS)
 		if err != nil {
 			return protocol.SessionInfo{}, err
 		}
 		cfg.Timeout = d
+	}
+	if l := p.Limits; l != nil {
+		cfg.Limits = session.Limits{MemoryMB: l.MemoryMB, CPU: l.CPU, PIDs: l.PIDs, IOWeight: l.IOWeight}
 	}
 	if p.Rows != nil {
 		if *p.Rows <= 0 {
@@ -72,6 +75,7 @@ func info(s *session.Session) protocol.SessionInfo {
 		Cols:        in.Cols,
 		ExitCode:    in.ExitCode,
 		EndCause:    in.EndCause,
+		Limits:      limitsOf(s.Limits()),
 	}
 }
 
@@ -108,6 +112,11 @@ func (rt *Runtime) sessionInfo(ctx context.Context, p protocol.SessionRef) (prot
 		return protocol.SessionInfo{}, err
 	}
 	in := info(s)
+	// Usage is shown beside limits: a session without limits may sit in
+	// a group whose controllers this host does not give (usage 0).
+	if u, ok := s.Usage(); ok && !s.Limits().IsZero() {
+		in.Usage = &protocol.SessionUsage{MemoryBytes: u.MemoryBytes, CPUSeconds: u.CPUSeconds, PIDs: u.PIDs, OOMKills: u.OOMKills}
+	}
 	if c := rt.current(s); c != nil {
 		sum := rt.summary(c)
 		in.Command = &sum

@@ -6,7 +6,6 @@ import (
 
 	"github.com/trl-project/trl/internal/pollpty"
 	"github.com/trl-project/trl/internal/termwait"
-	"golang.org/x/sys/unix"
 )
 
 // inputTimeout bounds one write of input to the terminal: a program that
@@ -75,8 +74,10 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	if s.typedUnread() {
 		return termwait.Status{}, nil
 	}
+	// The same lock hands on what the streams held back as a possible
+	// start of a secret: the program waits, so no more of it comes now.
 	s.ioMu.Lock()
-	//lint:ignore SA2001 the empty critical section waits for a pump's hand-over
+	s.flushHeld()
 	s.ioMu.Unlock()
 	if s.scr.AltScreen() {
 		st.Kind = termwait.KindTUI
@@ -104,38 +105,4 @@ func (s *Session) InputModes() (appCursor, bracketedPaste bool, erase, eof byte)
 		}
 	}
 	return appCursor, bracketedPaste, erase, eof
-}
-
-// secretEchoSettle is how long echo stays off after a secret is typed:
-// the terminal echoes input when its line discipline takes it in, shortly
-// after the write, not when the program reads it.
-const secretEchoSettle = 30 * time.Millisecond
-
-// WriteSecret types p like WriteInput, with the terminal's echo off while
-// the line discipline takes it in, so that a secret typed at a prompt
-// that echoes never shows in the output (SPEC §8 secret). The program's
-// own modes are put back afterwards, unless it changed them meanwhile.
-func (s *Session) WriteSecret(p []byte) error {
-	var before *unix.Termios
-	_ = s.ptmRaw.Control(func(fd uintptr) {
-		t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
-		if err != nil || t.Lflag&unix.ECHO == 0 {
-			return
-		}
-		quiet := *t
-		quiet.Lflag &^= unix.ECHO | unix.ECHONL
-		if unix.IoctlSetTermios(int(fd), unix.TCSETS, &quiet) == nil {
-			before = t
-		}
-	})
-	err := s.writeInput(p, true)
-	if before != nil {
-		time.Sleep(secretEchoSettle)
-		_ = s.ptmRaw.Control(func(fd uintptr) {
-			if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil && t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON == before.Lflag&unix.ICANON {
-				_ = unix.IoctlSetTermios(int(fd), unix.TCSETS, before)
-			}
-		})
-	}
-	return err
 }

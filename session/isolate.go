@@ -24,9 +24,14 @@ import (
 // under other uids, the kernel's own checks keep a session from reading
 // another's /proc/PID/environ or fd/, writing into its pipes, signalling
 // its processes or reading its files, and from reaching the daemon's
-// pipes and PTY masters. A uid goes back to the pool only once every
-// process running under it has been killed and is gone, and its home is
-// removed first, so the next owner inherits nothing.
+// pipes and PTY masters. Each session's shell also gets its own /tmp,
+// /var/tmp, /dev/shm, /run/lock and SysV IPC (namespace.go), since a uid
+// alone would find what it wrote there as an earlier tenant. A uid goes
+// back to the pool only once every process running under it has been
+// killed and is gone (which ends those namespaces), and its home is
+// removed first, so the next owner inherits nothing; a daemon that starts
+// sweeps what its range's uids own in the host's shared places first
+// (uidsweep.go).
 
 // Isolation configures tenant isolation. The zero value of a field means
 // its documented default.
@@ -55,7 +60,7 @@ func (iso *Isolation) nproc() uint64 {
 
 // ErrNoPrivilege is returned when isolation is asked of a daemon that
 // lacks a capability it needs.
-var ErrNoPrivilege = errors.New("--isolate needs root with its usual capabilities, or CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL, CAP_DAC_OVERRIDE and CAP_SYS_PTRACE")
+var ErrNoPrivilege = errors.New("--isolate needs root with its usual capabilities, or CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL, CAP_DAC_OVERRIDE, CAP_SYS_PTRACE and CAP_SYS_ADMIN")
 
 // isolationCaps are the capabilities a daemon needs to run sessions under
 // other uids, and what each is for. Root on a host holds them all; root in
@@ -77,6 +82,7 @@ var isolationCaps = []struct {
 	{unix.CAP_KILL, "CAP_KILL", "stop commands on timeout, exec.cancel and session.destroy"},
 	{unix.CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE", "remove a session's home and read its processes' /proc files"},
 	{unix.CAP_SYS_PTRACE, "CAP_SYS_PTRACE", "tell when a command waits for input"},
+	{unix.CAP_SYS_ADMIN, "CAP_SYS_ADMIN", "give each session its own /tmp, /var/tmp, /dev/shm and IPC namespace"},
 }
 
 // CheckIsolationPrivilege reports whether this process may run sessions
@@ -162,6 +168,9 @@ func newUIDPool(iso Isolation) (*uidPool, error) {
 	if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
 		return nil, fmt.Errorf("set RLIMIT_NPROC to %d: %w", n, err)
 	}
+	// What a previous daemon's sessions left is gone before any uid is
+	// handed out (uidsweep.go).
+	sweepUIDs(p.first, p.last, uidsWithProcesses())
 	p.next = p.first
 	return p, nil
 }

@@ -33,10 +33,14 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*
 
 		launched: make(chan struct{}),
 		lease:    l,
+		limits:   cfg.Limits,
 	}
 	s.ended, s.endSession = context.WithCancelCause(context.Background())
 	s.lastUsed = s.created
 	s.newScreen()
+	for _, v := range cfg.Secrets {
+		s.secrets = s.secrets.with(secretParts([]byte(v)))
+	}
 	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
 		s.releaseLease()
 		return nil, err
@@ -135,14 +139,24 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return fail(fmt.Errorf("make session temp dir: %w", err))
 	}
 	env := s.cfg.Env
+	if len(s.cfg.Secrets) > 0 {
+		env = make(map[string]string, len(s.cfg.Env)+len(s.cfg.Secrets))
+		for k, v := range s.cfg.Env {
+			env[k] = v
+		}
+		for k, v := range s.cfg.Secrets {
+			env[k] = v
+		}
+	}
 	if l := s.lease; l != nil {
 		if err := s.isolateFiles(pts); err != nil {
 			os.RemoveAll(s.tmpDir)
 			return fail(errorf(ErrStart, "the shell did not start: prepare the isolated session: %v", err))
 		}
 		if _, ok := env["HOME"]; !ok {
-			env = make(map[string]string, len(s.cfg.Env)+1)
-			for k, v := range s.cfg.Env {
+			prev := env
+			env = make(map[string]string, len(prev)+1)
+			for k, v := range prev {
 				env[k] = v
 			}
 			env["HOME"] = l.home
@@ -169,13 +183,24 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		attr.Sys.Credential = s.lease.credential()
 	}
 	s.cg = newCgroup(s.id)
+	if !s.limits.IsZero() {
+		if s.cg == nil {
+			os.RemoveAll(s.tmpDir)
+			return fail(errorf(ErrInvalid, "limits need a cgroup v2 group for the session, and none could be made"))
+		}
+		if err := s.cg.applyLimits(s.limits); err != nil {
+			s.cg.remove()
+			os.RemoveAll(s.tmpDir)
+			return fail(errorf(ErrInvalid, "limits cannot be set: %v", err))
+		}
+	}
 	if s.cg != nil {
 		attr.Sys.UseCgroupFD = true
 		attr.Sys.CgroupFD = int(s.cg.fd.Fd())
 	}
 	startShell := func() (*os.Process, error) {
 		proc, err := os.StartProcess(s.cfg.Shell, argv, attr)
-		if err != nil && s.cg != nil {
+		if err != nil && s.cg != nil && s.limits.IsZero() {
 			// clone3 into a cgroup can be refused (seccomp, old
 			// kernel): start without, and rely on /proc scans.
 			s.cg.remove()
@@ -186,17 +211,26 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return proc, err
 	}
 	var proc *os.Process
-	if subreaper {
-		s.status, err = theReaper.spawn(s.stopped, func() (int, error) {
-			p, err := startShell()
-			if err != nil {
-				return 0, err
-			}
-			proc = p
-			return p.Pid, nil
-		})
+	run := func() (err error) {
+		if subreaper {
+			s.status, err = theReaper.spawn(s.stopped, func() (int, error) {
+				p, err := startShell()
+				if err != nil {
+					return 0, err
+				}
+				proc = p
+				return p.Pid, nil
+			})
+		} else {
+			proc, err = startShell()
+		}
+		return err
+	}
+	if l := s.lease; l != nil {
+		// Its own /tmp, /var/tmp, /dev/shm and IPC (namespace.go).
+		err = inNamespaces([]string{s.tmpDir, l.home, s.cfg.WorkingDir}, run, s.exited)
 	} else {
-		proc, err = startShell()
+		err = run()
 	}
 	if err != nil {
 		os.RemoveAll(s.tmpDir)

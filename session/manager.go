@@ -97,6 +97,15 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	if err := normalize(&cfg); err != nil {
 		return nil, err
 	}
+	cfg.Limits = m.opts.Limits.Over(cfg.Limits)
+	if err := cfg.Limits.Check(); err != nil {
+		return nil, err
+	}
+	if !cfg.Limits.IsZero() {
+		if err := enableControllers(cfg.Limits.controllers()); err != nil {
+			return nil, errorf(ErrInvalid, "limits cannot be set on this host: %v; run the daemon where cgroup v2 is delegated to it, or leave limits out", err)
+		}
+	}
 	if m.opts.Isolation != nil && m.poolErr != nil {
 		return nil, errorf(ErrStart, "isolation is unavailable, so no session can be created: %v", m.poolErr)
 	}
@@ -215,6 +224,17 @@ func normalize(cfg *Config) error {
 	cfg.WorkingDir = filepath.Clean(cfg.WorkingDir)
 	if err := CheckEnv(cfg.Env); err != nil {
 		return err
+	}
+	if err := CheckEnv(cfg.Secrets); err != nil {
+		return fmt.Errorf("secrets: %w", err)
+	}
+	for k := range cfg.Secrets {
+		if _, ok := cfg.Env[k]; ok {
+			return errorf(ErrInvalid, "%s is both in env and in secrets; give it once", k)
+		}
+		if shellState[k] || startupOnly[k] {
+			return errorf(ErrInvalid, "secret %s would change how trl's shell itself runs and is not accepted", k)
+		}
 	}
 	for k := range cfg.Env {
 		if shellState[k] {

@@ -25,7 +25,10 @@ type Options struct {
 	// (see isolate.go); the daemon must be privileged
 	// (CheckIsolationPrivilege).
 	Isolation *Isolation
-	Logger    zerolog.Logger
+	// Limits are every session's defaults (see limits.go); a session's
+	// own limits override them field by field. Zero: none.
+	Limits Limits
+	Logger zerolog.Logger
 }
 
 func (o Options) maxSessions() int {
@@ -45,8 +48,11 @@ func (o Options) startTimeout() time.Duration {
 // Config describes a session to create. Zero values mean: shell /bin/sh,
 // working dir /tmp, no name, no default timeout, 24 rows by 80 columns.
 type Config struct {
-	Shell      string
-	Env        map[string]string
+	Shell string
+	Env   map[string]string
+	// Secrets are variables like Env whose values are masked in all of
+	// the session's output (mask.go): an agent's API keys.
+	Secrets    map[string]string
 	WorkingDir string
 	Name       string
 	Timeout    time.Duration
@@ -55,6 +61,9 @@ type Config struct {
 	// isolates: the gateway passes its (tenant, workspace). "" gives the
 	// session a uid of its own. Never taken from a client's params.
 	IsolationKey string
+	// Limits bound the session's cgroup (limits.go); zero fields take the
+	// manager's defaults.
+	Limits Limits
 }
 
 // Command is one command to run in a session.
@@ -104,4 +113,7 @@ type Status struct {
 	Cwd string
 	// Exited is set when the shell itself ended during the command.
 	Exited bool
+	// OOMKilled is set when the kernel's OOM killer ended a process of the
+	// session's memory-limited group while the command ran.
+	OOMKilled bool
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,9 +32,11 @@ func (s *Session) readControl() {
 					s.lastRecord.Store(r.seq)
 				}
 			}
-			s.log.Trace().Bytes("ctl", buf[:n]).Msg("control")
+			if s.log.GetLevel() <= zerolog.TraceLevel {
+				s.log.Trace().Bytes("ctl", s.maskLog(buf[:n])).Msg("control")
+			}
 			if len(noise) > 0 {
-				s.log.Debug().Bytes("noise", noise).Msg("shell said")
+				s.log.Debug().Bytes("noise", s.maskLog(noise)).Msg("shell said")
 			}
 			for _, r := range recs {
 				switch {
@@ -122,7 +125,21 @@ var readBufs = sync.Pool{New: func() any {
 // deliver hands bytes to the screen and the observers, then to the
 // running job, or, when none runs (a background job's output between
 // commands), to the idle log. Called with ioMu held.
+//
+// Secrets are masked first (mask.go), so that nothing downstream sees
+// them; a tail that could start one is held back in s.held.
 func (s *Session) deliver(stream Stream, p []byte) {
+	if len(s.secrets) > 0 || len(s.held[stream]) > 0 {
+		p, s.held[stream] = s.secrets.mask(s.held[stream], p, false)
+		if len(p) == 0 {
+			return
+		}
+	}
+	s.deliverMasked(stream, p)
+}
+
+// deliverMasked is deliver for bytes already masked.
+func (s *Session) deliverMasked(stream Stream, p []byte) {
 	s.observe(stream, p)
 	if s.job != nil {
 		s.job.sink.Output(stream, p)
@@ -154,6 +171,10 @@ func (s *Session) drain(rc syscall.RawConn, stream Stream) {
 // complete ends the job whose command line had sequence number seq (-1:
 // whichever runs, because the shell ended).
 func (s *Session) complete(seq int64, st Status) {
+	oomKills := int64(-1)
+	if s.limits.MemoryMB > 0 {
+		oomKills = s.cg.oomKills() // before the locks: a file read
+	}
 	s.mu.Lock()
 	s.ioMu.Lock()
 	j := s.job
@@ -172,8 +193,10 @@ func (s *Session) complete(seq int64, st Status) {
 	}
 	s.drain(s.ptmRaw, Stdout)
 	s.drain(s.errRaw, Stderr)
+	s.flushHeld() // the command is over: nothing more of a secret comes
 	s.job = nil
 	s.ioMu.Unlock()
+	st.OOMKilled = oomKills > j.oomBase && j.oomBase >= 0 && oomKills >= 0
 	if st.Exited {
 		st.Cwd = s.cwd
 	} else {

@@ -61,6 +61,14 @@ type Session struct {
 	// never overtakes bytes a reader goroutine already holds.
 	ioMu sync.Mutex
 	job  *Line // running job; guarded by ioMu and mu (both held to change)
+	// secrets are masked in all output; held is, per stream, a tail that
+	// could begin one, not yet handed on (mask.go). Guarded by ioMu.
+	secrets secretSet
+	held    [2][]byte
+	// typed is what a person typed so far on the line of a password
+	// prompt (WriteTyped).
+	typedMu sync.Mutex
+	typed   []byte
 
 	mu       sync.Mutex
 	state    State
@@ -104,6 +112,7 @@ type Session struct {
 	// readers block on: a read failing after it is the close, not a fault.
 	filesClosed atomic.Bool
 
+	limits    Limits // set on cg at launch (limits.go)
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
 
@@ -128,8 +137,11 @@ type Line struct {
 	// interrupts it rather than a line still being read. pendingINT is an
 	// interrupt asked for before that, sent when the record comes. Both
 	// are guarded by Session.mu.
-	started    bool
-	startedAt  time.Time
+	started   bool
+	startedAt time.Time
+	// oomBase is the group's OOM kill count when the job started (memory
+	// limited sessions only).
+	oomBase    int64
 	pendingINT bool
 	done       chan struct{}
 	status     Status
@@ -200,6 +212,9 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	s.scr.LeaveAltScreen()
 	s.seq++
 	j := &Line{s: s, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
+	if s.limits.MemoryMB > 0 {
+		j.oomBase = s.cg.oomKills()
+	}
 	if c.Stdin != nil {
 		f, err := os.CreateTemp(s.tmpDir, "stdin-")
 		if err == nil {
@@ -222,6 +237,7 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 		}
 	}
 	s.ioMu.Lock()
+	s.flushHeld() // what came between commands is not this command's
 	s.job = j
 	s.ioMu.Unlock()
 	s.state = StateBusy
@@ -231,7 +247,9 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	s.restoreTerminal()
 	s.mu.Unlock()
 
-	s.log.Trace().Bytes("line", line).Msg("send")
+	if s.log.GetLevel() <= zerolog.TraceLevel {
+		s.log.Trace().Bytes("line", s.maskLog(line)).Msg("send")
+	}
 	if _, err := s.cmdW.Write(line); err != nil {
 		// The shell is gone; reap completes the job with its status.
 		s.log.Debug().Err(err).Msg("write command")

@@ -38,7 +38,7 @@ func TestIsolateRefusedWithoutPrivilege(t *testing.T) {
 		// Enough before: it started, and could neither stop its
 		// sessions' commands nor reuse their uids.
 		"only the uid ones": {[]uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_CHOWN},
-			[]string{"CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_SYS_PTRACE"}, []string{"CAP_SETUID", "CAP_CHOWN"}},
+			[]string{"CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_SYS_PTRACE", "CAP_SYS_ADMIN"}, []string{"CAP_SETUID", "CAP_CHOWN"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cmd := asNobody(bin, dir, c.caps, "serve", "--isolate", "--socket", filepath.Join(dir, "s.sock"))
@@ -83,7 +83,7 @@ func TestIsolateAsNonRootWithCapabilities(t *testing.T) {
 	require.NoError(t, os.Chown(run, 65534, 65534))
 	socket, homes := filepath.Join(run, "trl.sock"), filepath.Join(run, "homes")
 	uid := 2004000000 + os.Getpid()%50000*16 // one uid: it must be reused
-	caps := []uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_CHOWN, unix.CAP_KILL, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_PTRACE}
+	caps := []uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_CHOWN, unix.CAP_KILL, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_PTRACE, unix.CAP_SYS_ADMIN}
 	cmd := asNobody(bin, dir, caps, "serve", "--socket", socket, "--isolate", "--isolate-homes", homes,
 		"--uid-range", fmt.Sprintf("%d-%d", uid, uid))
 	var logs lockedBuffer

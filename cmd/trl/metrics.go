@@ -36,6 +36,7 @@ func (f *metricsFlags) install(log zerolog.Logger, rt *runtime.Runtime) (*observ
 			Version:         runtime.Version,
 			ActiveSessions:  rt.SessionCount,
 			RunningCommands: rt.RunningCommands,
+			SessionUsage:    rt.SessionUsage,
 		}),
 		probes: metrics.Probes{Ready: rt.Ready},
 	}

@@ -34,6 +34,7 @@ type limits struct {
 	approvalTimeout time.Duration
 	// policy is the loaded policy, for SIGHUP (nil without --policy).
 	policy *policy.Evaluator
+	sessionLimits   limitFlags
 }
 
 func (l *limits) register(fs *flag.FlagSet) {
@@ -48,6 +49,7 @@ func (l *limits) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.policyFile, "policy", "", "check every command line against this policy file (YAML: allow, deny, or ask a person); SIGHUP reloads it")
 	fs.DurationVar(&l.approvalTimeout, "approval-timeout", approval.DefaultTimeout, "a command awaiting approval is denied when no one decides within this (fail-closed)")
 	l.isolate.register(fs)
+	l.sessionLimits.register(fs)
 }
 
 // runtime builds the method table these limits describe.
@@ -68,10 +70,14 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 		log.Info().Str("policy", l.policyFile).Int("rules", p.Len()).Dur("approval_timeout", l.approvalTimeout).Msg("command policy loaded")
 	}
 	l.policy = pol
+	lims, err := l.sessionLimits.defaults(log)
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := runtime.Options{
 		Policy:    pol,
 		Approvals: approvals,
-		Sessions:  session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso},
+		Sessions:  session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso, Limits: lims},
 		Commands:  exec.RegistryOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
 		Logger:    log,
 		TransportLimits: map[string]int64{

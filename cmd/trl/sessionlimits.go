@@ -1,0 +1,43 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/session"
+)
+
+// limitFlags are serve's daemon-wide defaults for per-session limits
+// (issue 23 §3); session.create's limits override them field by field.
+type limitFlags struct {
+	memoryMB int64
+	cpu      float64
+	pids     int64
+	ioWeight int
+}
+
+func (f *limitFlags) register(fs *flag.FlagSet) {
+	fs.Int64Var(&f.memoryMB, "session-memory", 0, "default memory limit of each session, in MiB (cgroup v2 memory.max; 0: none); a process that goes over is killed, the shell lives")
+	fs.Float64Var(&f.cpu, "session-cpu", 0, "default CPU limit of each session, in CPUs, fractional (cgroup v2 cpu.max; 0: none)")
+	fs.Int64Var(&f.pids, "session-pids", 0, "default limit on each session's processes and threads (cgroup v2 pids.max; 0: none)")
+	fs.IntVar(&f.ioWeight, "session-io-weight", 0, "default disk share of each session, 1-10000 (cgroup v2 io.weight; 0: the kernel's default)")
+}
+
+// defaults returns the limits the flags ask for, checking that this host
+// can set them; without flags it only says, in the log, whether sessions
+// may ask for limits.
+func (f *limitFlags) defaults(log zerolog.Logger) (session.Limits, error) {
+	l := session.Limits{MemoryMB: f.memoryMB, CPU: f.cpu, PIDs: f.pids, IOWeight: f.ioWeight}
+	if err := l.Check(); err != nil {
+		return l, fmt.Errorf("--session-*: %w", err)
+	}
+	why := session.LimitsUnavailable()
+	switch {
+	case why != nil && !l.IsZero():
+		return l, fmt.Errorf("--session-memory, --session-cpu, --session-pids and --session-io-weight need cgroup v2 delegated to the daemon: %w", why)
+	case why != nil:
+		log.Warn().Str("why", why.Error()).Msg("per-session limits are unavailable: session.create with limits will be refused")
+	}
+	return l, nil
+}

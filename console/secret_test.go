@@ -1,0 +1,89 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// castEvents reads a recording's output and input events.
+func castEvents(t *testing.T, path string) (out, in string) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	require.True(t, sc.Scan(), "no header")
+	var o, i strings.Builder
+	for sc.Scan() {
+		var ev []any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
+		switch ev[1] {
+		case "o":
+			o.WriteString(ev[2].(string))
+		case "i":
+			i.WriteString(ev[2].(string))
+		}
+	}
+	return o.String(), i.String()
+}
+
+// TestConsolePasswordInputIsSecret is issue 23 §2's third reproduction: a
+// person typing at a no-echo prompt (read -s) in the console was recorded
+// in clear in the .cast "i" events. What is typed at a password prompt is
+// a secret: the recording shows stars, and the program printing it back
+// shows it masked, in the recording and in the command's result.
+func TestConsolePasswordInputIsSecret(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, true, dir)
+	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
+	require.NoError(t, err)
+	rec.poll = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rec.Run(ctx) }()
+
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash"})["session_id"].(string)
+	require.Eventually(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		_, ok := rec.recs[sid]
+		return ok
+	}, 10*time.Second, 10*time.Millisecond, "the recorder never picked up the session")
+	c := h.login(t)
+	conn, _, err := dialViewer(t, h, c, sid, h.srv.URL)
+	require.NoError(t, err)
+	defer conn.CloseNow()
+
+	st := h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `read -r -s -p 'Password: ' pw; echo; echo "you typed $pw"`})
+	require.Equal(t, "waiting_input", st["state"])
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	for _, ch := range "c0nsole-pw\r" { // a person types key by key
+		frame, _ := json.Marshal(control{Type: "input", Data: string(ch)})
+		require.NoError(t, conn.Write(wctx, websocket.MessageText, frame))
+	}
+	st = h.call(t, "exec.wait", map[string]any{"exec_id": st["exec_id"], "timeout_ms": 10000, "until": []string{}})
+	assert.Equal(t, "exited", st["state"])
+	assert.Contains(t, st["stdout"], "you typed ***")
+	assert.NotContains(t, st["stdout"], "c0nsole")
+	time.Sleep(200 * time.Millisecond) // the recorder's last poll
+	cancel()
+	<-done
+
+	out, in := castEvents(t, filepath.Join(dir, sid+".cast"))
+	assert.NotContains(t, in, "c0nsole", "the .cast input events hold the password")
+	assert.Equal(t, strings.Repeat("*", len("c0nsole-pw\r")), in)
+	assert.NotContains(t, out, "c0nsole")
+	assert.Contains(t, out, "you typed ***")
+}

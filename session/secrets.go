@@ -1,0 +1,175 @@
+package session
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// AddSecret makes the session mask b (each of its lines of at least
+// minSecretLen bytes) in all output from now on (see mask.go). Output
+// already delivered is not changed.
+func (s *Session) AddSecret(b []byte) {
+	parts := secretParts(b)
+	if len(parts) == 0 {
+		return
+	}
+	s.ioMu.Lock()
+	s.secrets = s.secrets.with(parts)
+	s.ioMu.Unlock()
+}
+
+// maskLog masks the session's secrets in p, for a log line.
+func (s *Session) maskLog(p []byte) []byte {
+	s.ioMu.Lock()
+	ss := s.secrets
+	s.ioMu.Unlock()
+	if len(ss) == 0 {
+		return p
+	}
+	return ss.maskAll(p)
+}
+
+// flushHeld hands on the bytes a stream held back as a possible start of
+// a secret: the command ended, or its program waits for input, so no
+// more of it is coming now. Called with ioMu held.
+func (s *Session) flushHeld() {
+	for st := range s.held {
+		if h := s.held[st]; len(h) > 0 {
+			s.held[st] = nil
+			out, _ := s.secrets.mask(nil, h, true)
+			s.deliverMasked(Stream(st), out)
+		}
+	}
+}
+
+// secretEchoLimit bounds how long echo stays off after a secret is
+// typed, waiting for the program to read it (WriteSecret).
+const secretEchoLimit = 2 * time.Second
+
+// WriteSecret types p like WriteInput, as a secret: its bytes are masked
+// in all output from now on (AddSecret), what observers see of it is one
+// '*' per byte, and the terminal's echo is off until the line discipline
+// has taken all of it in, so that a prompt that echoes does not show it.
+// Taken in means the program has read what was typed (the terminal's
+// input queue no longer holds it): a program that is slow to read, or
+// one whose input queue was full when the secret came, leaves it waiting
+// outside the line discipline, which echoes it only when it takes it. A
+// fixed pause (30 ms once) echoed such a secret. The program's own modes
+// are put back afterwards, unless it changed them meanwhile.
+func (s *Session) WriteSecret(p []byte) error {
+	s.AddSecret(p)
+	var before *unix.Termios
+	_ = s.ptmRaw.Control(func(fd uintptr) {
+		t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		if err != nil || t.Lflag&unix.ECHO == 0 {
+			return
+		}
+		quiet := *t
+		quiet.Lflag &^= unix.ECHO | unix.ECHONL
+		if unix.IoctlSetTermios(int(fd), unix.TCSETS, &quiet) == nil {
+			before = t
+		}
+	})
+	err := s.writeInput(p, true)
+	if before != nil {
+		s.waitTakenIn()
+		_ = s.ptmRaw.Control(func(fd uintptr) {
+			if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil && t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON == before.Lflag&unix.ICANON {
+				_ = unix.IoctlSetTermios(int(fd), unix.TCSETS, before)
+			}
+		})
+	}
+	return err
+}
+
+// waitTakenIn waits, up to secretEchoLimit, until the program has read
+// what was typed, or the session's shell is gone. The line discipline
+// echoes a byte when it takes it into its queue, and takes new input only
+// as the program reads what is queued; so once the queue has been seen
+// empty twice, some milliseconds apart (the kernel's input work runs
+// right after a read makes room), what was typed has been taken in with
+// echo off. A partial line in canonical mode does not count as queued
+// (TIOCINQ counts whole lines): it was taken in already.
+func (s *Session) waitTakenIn() {
+	deadline := time.Now().Add(secretEchoLimit)
+	empty := 0
+	for wait := 30 * time.Millisecond; empty < 2 && time.Now().Before(deadline); wait = 10 * time.Millisecond {
+		select {
+		case <-s.exited:
+			return
+		case <-time.After(wait):
+		}
+		if s.typedUnread() {
+			empty = 0
+		} else {
+			empty++
+		}
+	}
+}
+
+// WriteTyped types p as a person at a keyboard does (the console): at a
+// password prompt — the terminal in canonical mode with echo off — what
+// is typed is a secret: observers (a recording's "i" events) see '*' for
+// each byte, and each line, once ended, is masked in all output. It
+// reports whether p was taken as a secret.
+func (s *Session) WriteTyped(p []byte) (secret bool, err error) {
+	secret = s.atPasswordPrompt()
+	if err := s.writeInput(p, secret); err != nil {
+		return secret, err
+	}
+	s.typedMu.Lock()
+	defer s.typedMu.Unlock()
+	if !secret {
+		s.typed = s.typed[:0]
+		return false, nil
+	}
+	// The line is registered when it ends, not key by key: every prefix
+	// of a password as a secret would star out ordinary words ("pas")
+	// and crowd out the real secrets. Until then nothing of it is shown:
+	// the prompt does not echo.
+	for _, c := range p {
+		switch c {
+		case '\r', '\n':
+			s.AddSecret(s.typed)
+			clear(s.typed)
+			s.typed = s.typed[:0]
+		case 0x7f, 0x08: // erase
+			if n := len(s.typed); n > 0 {
+				s.typed = s.typed[:n-1]
+			}
+		case 0x15: // kill the line
+			clear(s.typed)
+			s.typed = s.typed[:0]
+		default:
+			if len(s.typed) < 4096 {
+				s.typed = append(s.typed, c)
+			}
+		}
+	}
+	return true, nil
+}
+
+// atPasswordPrompt reports whether the terminal is in canonical mode with
+// echo off: the modes of a password prompt (getpass, read -s).
+func (s *Session) atPasswordPrompt() bool {
+	pw := false
+	_ = s.ptmRaw.Control(func(fd uintptr) {
+		t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		pw = err == nil && t.Lflag&unix.ICANON != 0 && t.Lflag&unix.ECHO == 0
+	})
+	return pw
+}
+
+// MaskText masks the session's secrets in t: for text about the session
+// that is not its output (a command's text in the audit log and in
+// exec.list, typed input in the audit log).
+func (s *Session) MaskText(t string) string {
+	s.ioMu.Lock()
+	ss := s.secrets
+	s.ioMu.Unlock()
+	if len(ss) == 0 {
+		return t
+	}
+	return string(ss.maskAll([]byte(t)))
+}
