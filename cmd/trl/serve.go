@@ -33,8 +33,8 @@ type limits struct {
 	policyFile      string
 	approvalTimeout time.Duration
 	// policy is the loaded policy, for SIGHUP (nil without --policy).
-	policy *policy.Evaluator
-	sessionLimits   limitFlags
+	policy        *policy.Evaluator
+	sessionLimits limitFlags
 }
 
 func (l *limits) register(fs *flag.FlagSet) {
