@@ -37,7 +37,9 @@ func (f *limitFlags) defaults(log zerolog.Logger) (session.Limits, error) {
 	case why != nil && !l.IsZero():
 		return l, fmt.Errorf("--session-memory, --session-cpu, --session-pids and --session-io-weight need cgroup v2 delegated to the daemon: %w", why)
 	case why != nil:
-		log.Warn().Str("why", why.Error()).Msg("per-session limits are unavailable: session.create with limits will be refused")
+		// Said at start, as information: nothing is wrong until a session
+		// asks for limits, which is then refused with this reason.
+		log.Info().Str("why", why.Error()).Msg("per-session limits are unavailable: session.create with limits will be refused")
 	}
 	return l, nil
 }
