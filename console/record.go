@@ -151,16 +151,18 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 	rec.line(hdr)
 	// What the session showed before the recorder found it (it looks
 	// every poll interval) starts the recording as a painted screen.
-	rec.unsub = s.Subscribe(func(st session.Stream, p []byte) {
-		if st == session.Input {
-			rec.event("i", p) // typed input; secrets arrive masked
-			return
+	s.HoldOutput(func() {
+		rec.unsub = s.Subscribe(func(st session.Stream, p []byte) {
+			if st == session.Input {
+				rec.event("i", p) // typed input; secrets arrive masked
+				return
+			}
+			rec.event("o", onlcr(nil, p)) // what a terminal with ONLCR gets
+		})
+		if in.CommandsRun > 0 {
+			rec.event("o", paint(s.Screen()))
 		}
-		rec.event("o", p)
 	})
-	if in.CommandsRun > 0 {
-		rec.event("o", paint(s.Screen()))
-	}
 	return rec, nil
 }
 

@@ -28,8 +28,9 @@ var defaultViewerLimits = viewerLimits{chunks: 256, bytes: 1 << 20, write: 10 * 
 // maxInputFrame bounds one frame of typed input.
 const maxInputFrame = 64 << 10
 
-// queue is a viewer's bounded queue of terminal bytes. The session's
-// output path pushes (never blocking); the viewer's writer pops.
+// queue is a viewer's bounded queue of terminal bytes, carriage returns
+// added (onlcr). The session's output path pushes (never blocking); the
+// viewer's writer pops.
 type queue struct {
 	mu     sync.Mutex
 	chunks [][]byte
@@ -45,8 +46,9 @@ func (q *queue) push(p []byte) {
 		q.behind = true
 		q.chunks, q.bytes = nil, 0
 	} else {
-		q.chunks = append(q.chunks, append([]byte(nil), p...))
-		q.bytes += len(p)
+		c := onlcr(make([]byte, 0, len(p)+len(p)/16), p)
+		q.chunks = append(q.chunks, c)
+		q.bytes += len(c)
 	}
 	q.mu.Unlock()
 	select {
@@ -97,10 +99,15 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 
 	q := &queue{wake: make(chan struct{}, 1), lim: c.viewer}
-	unsubscribe := s.Subscribe(func(st session.Stream, p []byte) {
-		if st != session.Input { // the terminal echoes what it shows
-			q.push(p)
-		}
+	var unsubscribe func()
+	var first []byte
+	s.HoldOutput(func() {
+		unsubscribe = s.Subscribe(func(st session.Stream, p []byte) {
+			if st != session.Input { // the terminal echoes what it shows
+				q.push(p)
+			}
+		})
+		first = paint(s.Screen())
 	})
 	defer unsubscribe()
 
@@ -109,7 +116,7 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 	if err := c.send(ctx, conn, websocket.MessageText, hello); err != nil {
 		return
 	}
-	if err := c.send(ctx, conn, websocket.MessageBinary, paint(s.Screen())); err != nil {
+	if err := c.send(ctx, conn, websocket.MessageBinary, first); err != nil {
 		return
 	}
 
@@ -131,7 +138,10 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 		}
 		chunks, behind := q.pop()
 		if behind {
-			if err := c.send(ctx, conn, websocket.MessageBinary, paint(s.Screen())); err != nil {
+			// What was queued since is in the screen already.
+			var repaint []byte
+			s.HoldOutput(func() { q.pop(); repaint = paint(s.Screen()) })
+			if err := c.send(ctx, conn, websocket.MessageBinary, repaint); err != nil {
 				return
 			}
 			continue
@@ -177,10 +187,22 @@ func (c *Console) readInput(ctx context.Context, conn *websocket.Conn, s *sessio
 }
 
 // paint is the bytes that draw the screen as it is now on a fresh
-// terminal: clear, the lines with their attributes, the cursor.
+// terminal: the main screen (its lines with their attributes, the
+// cursor), and when a program such as vi has the alternate screen on,
+// that screen over it, so that leaving it shows what was there before.
 func paint(scr *screen.Screen) []byte {
 	snap := scr.Snapshot(screen.SnapshotOptions{Format: "ansi"})
 	var b strings.Builder
+	b.WriteString("\x1b[?1049l\x1b[?25h\x1b[r")
+	if snap.AltScreen {
+		paintLines(&b, scr.Snapshot(screen.SnapshotOptions{Format: "ansi", MainScreen: true}))
+		b.WriteString("\x1b[?1049h")
+	}
+	paintLines(&b, snap)
+	return []byte(b.String())
+}
+
+func paintLines(b *strings.Builder, snap screen.Snapshot) {
 	b.WriteString("\x1b[H\x1b[2J\x1b[0m")
 	for i, l := range snap.Lines {
 		if i > 0 {
@@ -193,5 +215,4 @@ func paint(scr *screen.Screen) []byte {
 	if !snap.Cursor.Visible {
 		b.WriteString("\x1b[?25l")
 	}
-	return []byte(b.String())
 }

@@ -55,6 +55,11 @@ type Snapshot struct {
 type SnapshotOptions struct {
 	ScrollbackLines int
 	Format          string
+	// MainScreen asks for the main screen (its rows, and the cursor it
+	// had when the alternate screen went on) even while the alternate
+	// screen is on: what a viewer joining during vi must hold underneath
+	// it, so that quitting vi shows what was there before.
+	MainScreen bool
 }
 
 // Screen is a terminal emulator. Its methods are safe for concurrent use.

@@ -80,3 +80,15 @@ func (s *Session) observeInput(p []byte, secret bool) {
 		(*f)(Input, p)
 	}
 }
+
+// HoldOutput runs f while no output is handed over: the screen holds
+// every byte observers were given before f and none they will be given
+// after. A viewer subscribes and paints the screen inside it, so no byte
+// is drawn twice or lost between the painted screen and the stream that
+// follows. f must be quick and must not write to the session; it runs
+// with the output path stopped.
+func (s *Session) HoldOutput(f func()) {
+	s.ioMu.Lock()
+	defer s.ioMu.Unlock()
+	f()
+}

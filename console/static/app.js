@@ -49,6 +49,21 @@ async function refreshList() {
   }
 }
 
+// newTerminal is an xterm.js terminal that draws as the session's screen
+// model does. The server sends carriage returns with line feeds already
+// (the terminal's ONLCR is off; see console/onlcr.go), so convertEol
+// stays off. Widths are Unicode 11's, as glibc's wcwidth (which the
+// screen model follows) gives them: an emoji takes two columns.
+function newTerminal(opts) {
+  const term = new Terminal(Object.assign({
+    convertEol: false, fontSize: 14, allowProposedApi: true,
+    fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
+  }, opts));
+  term.loadAddon(new Unicode11Addon.Unicode11Addon());
+  term.unicode.activeVersion = "11";
+  return term;
+}
+
 function closeViewer() {
   if (!viewer) return;
   try { viewer.ws.close(); } catch (_) {}
@@ -62,7 +77,7 @@ function openSession(id) {
   $("terminal").hidden = false; $("transcript").hidden = true;
   $("tab-live").className = "on"; $("tab-transcript").className = "";
   closeViewer();
-  const term = new Terminal({ convertEol: false, scrollback: 5000, fontSize: 14 });
+  const term = newTerminal({ scrollback: 5000 });
   const fit = new FitAddon.FitAddon();
   term.loadAddon(fit);
   term.open($("terminal"));
@@ -131,7 +146,7 @@ async function play(name) {
   const r = await fetch("api/recordings/" + encodeURIComponent(name), { credentials: "same-origin" });
   const lines = (await r.text()).split("\n").filter(Boolean);
   const hdr = JSON.parse(lines[0]);
-  const term = new Terminal({ cols: hdr.width, rows: hdr.height });
+  const term = newTerminal({ cols: hdr.width, rows: hdr.height });
   term.open(box);
   const start = performance.now();
   for (const line of lines.slice(1)) {

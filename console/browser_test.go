@@ -1,0 +1,122 @@
+package console
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// screenRows is session.screen's text: the rows a person sees.
+func (h *harness) screenRows(t *testing.T, sid string) []string {
+	t.Helper()
+	scr := h.call(t, "session.screen", map[string]any{"session_id": sid, "format": "text"})
+	var rows []string
+	for _, l := range scr["lines"].([]any) {
+		rows = append(rows, l.(string))
+	}
+	return rows
+}
+
+// sameScreen waits until the xterm.js terminal in the page shows, row for
+// row, what session.screen reports, and fails with both when it never
+// does.
+func sameScreen(t *testing.T, h *harness, b *browser, sid, what string) {
+	t.Helper()
+	var want, got []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		want = h.screenRows(t, sid)
+		got = nil
+		err := b.eval(termRowsJS, &got)
+		if err == nil && strings.Join(got, "\n") == strings.Join(want, "\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the browser's terminal is not the session's screen (err %v)\n%s", what, err, sideBySide(want, got))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func sideBySide(want, got []string) string {
+	var b strings.Builder
+	for i := range max(len(want), len(got)) {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		mark := " "
+		if w != g {
+			mark = "≠"
+		}
+		b.WriteString(mark + " screen: " + strings.ReplaceAll(w, " ", "·") + "\n  shown:  " + strings.ReplaceAll(g, " ", "·") + "\n")
+	}
+	return b.String()
+}
+
+// openSessionPage logs a fresh browser page into the console and opens
+// the session's live view.
+func openSessionPage(t *testing.T, h *harness, b *browser, sid string) {
+	t.Helper()
+	b.navigate(h.con.LoginURL(h.srv.URL) + "&next=%23session/" + sid)
+	b.waitTrue(`typeof viewer !== "undefined" && !!viewer && viewer.ws.readyState === 1`, "the live view")
+}
+
+// TestBrowserShowsTheScreen: the live terminal in a real Chromium shows,
+// row for row, what session.screen shows, whatever the session's
+// terminal modes: plain lines through a terminal whose ONLCR is off, a
+// \r progress bar, CJK and emoji, top, and vi (and the prompt after vi,
+// for a viewer that joined while vi ran).
+func TestBrowserShowsTheScreen(t *testing.T) {
+	h := newHarness(t, false, "")
+	b := newBrowser(t)
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash", "name": "screen-check",
+		"env": map[string]string{"TERM": "xterm-256color", "LANG": "C.UTF-8"}})["session_id"].(string)
+	openSessionPage(t, h, b, sid)
+
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `printf 'first line\nsecond line\nthird line\n'`})
+	sameScreen(t, h, b, sid, "plain lines")
+
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `for i in 1 2 3 4 5; do printf '\rprogress %d/5 [%-5s]' $i "$(printf '%*s' $i '' | tr ' ' '#')"; sleep 0.05; done; echo; echo done`})
+	sameScreen(t, h, b, sid, "a \\r progress bar")
+
+	// Columns count: a cursor move after wide characters lands where the
+	// screen model says, and a row of 45 emoji (90 columns) wraps.
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `printf '漢字とかな: 🚀 rocket, 🎉 party, e\xcc\x81 end\n漢字🚀\033[9G|col 9\n'; printf '🚀%.0s' {1..45}; echo`})
+	sameScreen(t, h, b, sid, "CJK and emoji")
+
+	if _, err := exec.LookPath("top"); err != nil {
+		t.Log("top is not installed: its part is skipped")
+	} else {
+		st := h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "top -d 5", "yield_ms": 1500})
+		require.Equal(t, "waiting_input", st["state"], "top runs: %v", st)
+		sameScreen(t, h, b, sid, "top")
+		h.call(t, "exec.input", map[string]any{"session_id": sid, "input": "q", "until": []string{}})
+		sameScreen(t, h, b, sid, "after top")
+	}
+
+	if _, err := exec.LookPath("vi"); err != nil {
+		t.Log("vi is not installed: its part is skipped")
+		return
+	}
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(file, []byte("agents edit files in vi\nsecond __name__ line\n"), 0o644))
+	st := h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "vi " + file})
+	require.Equal(t, "waiting_input", st["state"], "vi runs: %v", st)
+	sameScreen(t, h, b, sid, "vi")
+	// A viewer joining while vi runs is painted vi over the main screen.
+	openSessionPage(t, h, b, sid)
+	sameScreen(t, h, b, sid, "vi, painted for a new viewer")
+	h.call(t, "exec.input", map[string]any{"session_id": sid, "input": []any{map[string]any{"key": "Escape"}, ":q!", map[string]any{"key": "Enter"}}, "until": []string{}})
+	sameScreen(t, h, b, sid, "the prompt after vi")
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `echo after vi`})
+	sameScreen(t, h, b, sid, "a line after vi")
+}

@@ -1,0 +1,103 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"github.com/trl-project/trl/screen"
+)
+
+// castRows replays a recording's output events through the screen
+// emulator as a terminal that has ONLCR on would see them: a line feed
+// does not return the carriage (NewlineCR off), as in `asciinema play`.
+func castRows(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	require.True(t, sc.Scan())
+	var hdr castHeader
+	require.NoError(t, json.Unmarshal(sc.Bytes(), &hdr))
+	scr := screen.New(screen.Options{Rows: hdr.Height, Cols: hdr.Width})
+	for sc.Scan() {
+		var ev []any
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || len(ev) != 3 {
+			continue // a line being written
+		}
+		if ev[1] == "o" {
+			_, _ = scr.Write([]byte(ev[2].(string)))
+		}
+	}
+	return scr.Snapshot(screen.SnapshotOptions{}).Lines
+}
+
+// TestRecordingReplaysAsTheScreen: a recording's output events, replayed
+// on a terminal with ONLCR (what `asciinema play` does), give the text
+// session.screen shows: plain lines, a progress bar, wide characters,
+// top, vi, and the prompt after vi.
+func TestRecordingReplaysAsTheScreen(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, false, dir)
+	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
+	require.NoError(t, err)
+	rec.poll = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rec.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash",
+		"env": map[string]string{"TERM": "xterm-256color", "LANG": "C.UTF-8"}})["session_id"].(string)
+	require.Eventually(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.recs[sid] != nil
+	}, 10*time.Second, 10*time.Millisecond)
+	cast := filepath.Join(dir, sid+".cast")
+	same := func(what string) {
+		t.Helper()
+		var want, got []string
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			want, got = h.screenRows(t, sid), castRows(t, cast)
+			if strings.Join(want, "\n") == strings.Join(got, "\n") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the recording replayed is not the session's screen\n%s", what, sideBySide(want, got))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `printf 'first line\nsecond line\nthird line\n'`})
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `for i in 1 2 3; do printf '\rprogress %d/3' $i; sleep 0.05; done; echo`})
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `printf '漢字🚀\033[9G|col 9\n'`})
+	same("plain lines, a progress bar, wide characters")
+	if _, err := exec.LookPath("top"); err == nil {
+		st := h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "top -d 5", "yield_ms": 1500})
+		require.Equal(t, "waiting_input", st["state"])
+		same("top")
+		h.call(t, "exec.input", map[string]any{"session_id": sid, "input": "q", "until": []string{}})
+	}
+	if _, err := exec.LookPath("vi"); err == nil {
+		file := filepath.Join(t.TempDir(), "notes.txt")
+		require.NoError(t, os.WriteFile(file, []byte("recorded in vi\n"), 0o644))
+		st := h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "vi " + file})
+		require.Equal(t, "waiting_input", st["state"])
+		same("vi")
+		h.call(t, "exec.input", map[string]any{"session_id": sid, "input": []any{map[string]any{"key": "Escape"}, ":q!", map[string]any{"key": "Enter"}}, "until": []string{}})
+	}
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `echo the end`})
+	same("the end")
+}
