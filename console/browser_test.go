@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -119,4 +120,41 @@ func TestBrowserShowsTheScreen(t *testing.T) {
 	sameScreen(t, h, b, sid, "the prompt after vi")
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `echo after vi`})
 	sameScreen(t, h, b, sid, "a line after vi")
+}
+
+// TestBrowserTranscript opens a session's transcript in Chromium: each
+// command shows its command line, exit code, duration in human units,
+// working directory, start time, its stdout, and its stderr in a colour
+// of its own.
+func TestBrowserTranscript(t *testing.T) {
+	h := newHarness(t, false, "")
+	b := newBrowser(t)
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/sh", "name": "transcribed"})["session_id"].(string)
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo built-ok; echo warn-on-stderr >&2"})
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "cd /tmp; echo failing >&2; exit 2"})
+	openSessionPage(t, h, b, sid)
+	require.NoError(t, b.eval(`document.getElementById("tab-transcript").click()`, nil))
+	b.waitTrue(`document.querySelectorAll("#transcript .cmd").length === 2`, "two commands in the transcript")
+	var cmds []struct {
+		Head, Stdout, Stderr  string
+		StdoutColor, ErrColor string
+	}
+	require.NoError(t, b.eval(`[...document.querySelectorAll("#transcript .cmd")].map((d) => {
+		const o = d.querySelector("pre.stdout"), e = d.querySelector("pre.stderr");
+		return { Head: d.querySelector(".cmd-head").innerText,
+			Stdout: o ? o.innerText : "", Stderr: e ? e.innerText : "",
+			StdoutColor: o ? getComputedStyle(o).color : "", ErrColor: e ? getComputedStyle(e).color : "" };
+	})`, &cmds))
+	require.Len(t, cmds, 2)
+	t.Logf("transcript heads: %q / %q", cmds[0].Head, cmds[1].Head)
+	assert.Contains(t, cmds[0].Head, "$ echo built-ok; echo warn-on-stderr >&2")
+	assert.Contains(t, cmds[0].Head, "exit 0")
+	assert.Regexp(t, `\d+ ms|\d+\.\d s`, cmds[0].Head)
+	assert.Contains(t, cmds[0].Head, "started ")
+	assert.Equal(t, "built-ok", strings.TrimSpace(cmds[0].Stdout))
+	assert.Equal(t, "warn-on-stderr", strings.TrimSpace(cmds[0].Stderr))
+	assert.NotEqual(t, cmds[0].StdoutColor, cmds[0].ErrColor, "stderr has its own colour")
+	assert.Contains(t, cmds[1].Head, "exit 2")
+	assert.Contains(t, cmds[1].Head, "cwd /tmp")
+	assert.Equal(t, "failing", strings.TrimSpace(cmds[1].Stderr))
 }

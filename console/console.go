@@ -200,49 +200,6 @@ func (c *Console) sessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": list, "commands": cmds, "write": c.opts.Write})
 }
 
-// transcriptLimit bounds each stream of each command in a transcript.
-const transcriptLimit = 64 << 10
-
-// commands is a session's transcript: each command kept, with its exit
-// code, duration and output.
-func (c *Console) commands(w http.ResponseWriter, r *http.Request) {
-	sid := r.URL.Query().Get("session")
-	if sid == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "session is required"})
-		return
-	}
-	data, err := c.call(r.Context(), protocol.MethodExecList, map[string]any{"session_id": sid})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	list, _ := data.(protocol.ExecList)
-	type entry struct {
-		protocol.ExecSummary
-		Stdout string `json:"stdout"`
-		Stderr string `json:"stderr"`
-	}
-	out := make([]entry, 0, len(list.Commands))
-	for _, cmd := range list.Commands {
-		e := entry{ExecSummary: cmd}
-		for _, stream := range []string{"stdout", "stderr"} {
-			d, err := c.call(r.Context(), protocol.MethodExecRead, map[string]any{"exec_id": cmd.ExecID, "stream": stream, "limit": transcriptLimit, "render": "text"})
-			if err != nil {
-				continue
-			}
-			m, _ := d.(map[string]any)
-			s, _ := m["data"].(string)
-			if stream == "stdout" {
-				e.Stdout = s
-			} else {
-				e.Stderr = s
-			}
-		}
-		out = append(out, e)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"session_id": sid, "commands": out})
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

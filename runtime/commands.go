@@ -156,8 +156,10 @@ func (rt *Runtime) summary(c *command) protocol.ExecSummary {
 		sum.State = protocol.StateExited
 		code := x.ExitCode
 		sum.ExitCode = &code
+		sum.DurationMS, sum.Cwd = x.Duration.Milliseconds(), x.Cwd
 		return sum
 	}
+	sum.DurationMS = time.Since(c.started).Milliseconds()
 	if in := rt.inputWait(c); in != nil {
 		sum.State, sum.Input = protocol.StateWaitingInput, in
 	}

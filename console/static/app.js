@@ -102,6 +102,15 @@ function openSession(id) {
   term.onData((d) => { if (ws.readyState === 1) ws.send(JSON.stringify({ type: "input", data: d })); });
 }
 
+// when is a start time as a person reads it: the time of day, with the
+// date when it is not today.
+function when(iso) {
+  const d = new Date(iso);
+  if (isNaN(d)) return iso || "";
+  const t = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return d.toDateString() === new Date().toDateString() ? t : d.toLocaleDateString() + " " + t;
+}
+
 async function openTranscript(id) {
   $("terminal").hidden = true; $("transcript").hidden = false;
   $("tab-live").className = ""; $("tab-transcript").className = "on";
@@ -112,13 +121,19 @@ async function openTranscript(id) {
   if (!data.commands.length) box.append(el("p", "", "No commands yet."));
   for (const c of data.commands) {
     const d = el("div", "cmd");
-    const h = el("h3", "", "$ " + c.command);
-    const code = c.exit_code === null ? c.state : "exit " + c.exit_code;
-    const meta = el("span", "meta " + (c.exit_code === 0 ? "exit-ok" : c.exit_code === null ? "" : "exit-bad"), code + " · " + c.started_at);
-    h.prepend(meta);
-    d.append(h);
-    if (c.stdout) d.append(el("pre", "stdout", c.stdout));
-    if (c.stderr) d.append(el("pre", "stderr", c.stderr));
+    d.dataset.exec = c.exec_id;
+    const head = el("div", "cmd-head");
+    head.append(el("code", "cmdline", "$ " + c.command));
+    const meta = el("span", "meta");
+    const exit = c.exit_code === null ? c.state.replace("_", " ") : "exit " + c.exit_code;
+    meta.append(el("span", "exit " + (c.exit_code === 0 ? "exit-ok" : c.exit_code === null ? "exit-running" : "exit-bad"), exit),
+      el("span", "duration", c.duration), el("span", "cwd", c.cwd ? "cwd " + c.cwd : ""),
+      el("span", "started", "started " + when(c.started_at)));
+    head.append(meta);
+    d.append(head);
+    if (c.stdout) d.append(el("pre", "stdout", c.stdout + (c.stdout_cut ? "\n[… " + c.stdout_bytes + " bytes in all]" : "")));
+    if (c.stderr) d.append(el("pre", "stderr", c.stderr + (c.stderr_cut ? "\n[… " + c.stderr_bytes + " bytes in all]" : "")));
+    if (!c.stdout && !c.stderr) d.append(el("p", "no-output", c.output_error || "no output"));
     box.append(d);
   }
 }
