@@ -158,3 +158,29 @@ func TestBrowserTranscript(t *testing.T) {
 	assert.Contains(t, cmds[1].Head, "cwd /tmp")
 	assert.Equal(t, "failing", strings.TrimSpace(cmds[1].Stderr))
 }
+
+// TestBrowserMarksCommands: the live view marks where each command's
+// output starts (a decoration over the row, in order with the bytes) and
+// lists the command line with its exit, while xterm.js's text stays the
+// session's screen row for row.
+func TestBrowserMarksCommands(t *testing.T) {
+	h := newHarness(t, false, "")
+	b := newBrowser(t)
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	openSessionPage(t, h, b, sid)
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo one-output; echo two-output"})
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo failing-output; exit 3"})
+	b.waitTrue(`document.querySelectorAll("#live-commands .live-cmd:not(.running)").length === 2`, "two ended commands listed")
+	var cmds []struct{ Text, Line string }
+	require.NoError(t, b.eval(`[...document.querySelectorAll("#live-commands .live-cmd")].map((li) => ({
+		Text: li.innerText,
+		Line: li.marker ? viewer.term.buffer.active.getLine(li.marker.line).translateToString(true) : "" }))`, &cmds))
+	require.Len(t, cmds, 2)
+	assert.Contains(t, cmds[0].Text, "$ echo one-output; echo two-output")
+	assert.Contains(t, cmds[0].Text, "exit 0")
+	assert.Equal(t, "one-output", cmds[0].Line, "the mark is on the row where the command's output starts")
+	assert.Contains(t, cmds[1].Text, "exit 3")
+	assert.Equal(t, "failing-output", cmds[1].Line)
+	b.waitTrue(`document.querySelectorAll(".xterm .cmd-mark").length === 2 && document.querySelectorAll(".xterm .cmd-mark.cmd-bad").length === 1`, "two marks drawn, the failed one red")
+	sameScreen(t, h, b, sid, "marks do not change the terminal's text")
+}

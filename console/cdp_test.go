@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,10 +62,21 @@ func newBrowser(t *testing.T) *browser {
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
 		"--remote-debugging-port=0", "--user-data-dir="+dir, "--window-size=1100,700", "about:blank")
 	cmd.Stdout, cmd.Stderr = nil, nil
+	// Its own process group: the cleanup ends every Chromium process,
+	// renderers too, before the profile directory is removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	require.NoError(t, cmd.Start())
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		for i := 0; i < 200 && syscall.Kill(-cmd.Process.Pid, 0) == nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 
 	var port string
 	require.Eventually(t, func() bool {

@@ -153,11 +153,16 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 	// every poll interval) starts the recording as a painted screen.
 	s.HoldOutput(func() {
 		rec.unsub = s.Subscribe(func(st session.Stream, p []byte) {
-			if st == session.Input {
+			switch st {
+			case session.Input:
 				rec.event("i", p) // typed input; secrets arrive masked
-				return
+			case session.CommandStart: // markers: asciinema can jump to them
+				rec.event("m", append([]byte("$ "), p...))
+			case session.CommandEnd:
+				rec.event("m", append([]byte("exit "), p...))
+			default:
+				rec.event("o", onlcr(nil, p)) // what a terminal with ONLCR gets
 			}
-			rec.event("o", onlcr(nil, p)) // what a terminal with ONLCR gets
 		})
 		if in.CommandsRun > 0 {
 			rec.event("o", paint(s.Screen()))
@@ -199,14 +204,18 @@ func (rec *recording) lineLocked(p []byte) {
 	}
 }
 
-// transcript appends the commands that ended since the last look.
+// transcript appends the commands that ended since the last look. The
+// method table is asked with no lock held: exec.list looks at the
+// terminal (is a command waiting for input) under the session's output
+// lock, which the session holds while it hands output to rec.event.
 func (rec *recording) transcript(ctx context.Context, h protocol.Handler) {
 	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	if rec.buf != nil {
 		_ = rec.buf.Flush()
 	}
-	if rec.cmds == nil {
+	closed := rec.cmds == nil
+	rec.mu.Unlock()
+	if closed {
 		return
 	}
 	id := rec.cast.Name()
@@ -216,6 +225,11 @@ func (rec *recording) transcript(ctx context.Context, h protocol.Handler) {
 		return
 	}
 	list, _ := reply.Data.(protocol.ExecList)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.cmds == nil {
+		return
+	}
 	for _, c := range list.Commands {
 		if c.State != "exited" || rec.written[c.ExecID] {
 			continue

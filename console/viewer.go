@@ -28,29 +28,62 @@ var defaultViewerLimits = viewerLimits{chunks: 256, bytes: 1 << 20, write: 10 * 
 // maxInputFrame bounds one frame of typed input.
 const maxInputFrame = 64 << 10
 
-// queue is a viewer's bounded queue of terminal bytes, carriage returns
-// added (onlcr). The session's output path pushes (never blocking); the
-// viewer's writer pops.
+// queue is a viewer's bounded queue of frames: terminal bytes (carriage
+// returns added, see onlcr) and command boundaries. The session's output
+// path pushes (never blocking); the viewer's writer pops.
 type queue struct {
 	mu     sync.Mutex
-	chunks [][]byte
+	frames []frame
 	bytes  int
-	behind bool // chunks were dropped: repaint from the screen
+	behind bool // terminal bytes were dropped: repaint from the screen
 	wake   chan struct{}
 	lim    viewerLimits
 }
 
+// frame is one WebSocket message: terminal bytes, or (text) a control
+// message.
+type frame struct {
+	text bool
+	p    []byte
+}
+
+// maxKeptControls bounds the boundaries a viewer that fell behind keeps.
+const maxKeptControls = 64
+
 func (q *queue) push(p []byte) {
 	q.mu.Lock()
-	if q.behind || len(q.chunks) >= q.lim.chunks || q.bytes+len(p) > q.lim.bytes {
+	if q.behind || len(q.frames) >= q.lim.chunks || q.bytes+len(p) > q.lim.bytes {
+		// Behind: the bytes are dropped (the viewer is repainted from
+		// the screen); the command boundaries are kept, as the page's
+		// list of commands needs them.
 		q.behind = true
-		q.chunks, q.bytes = nil, 0
+		kept := q.frames[:0]
+		for _, f := range q.frames {
+			if f.text && len(kept) < maxKeptControls {
+				kept = append(kept, f)
+			}
+		}
+		q.frames, q.bytes = kept, 0
 	} else {
 		c := onlcr(make([]byte, 0, len(p)+len(p)/16), p)
-		q.chunks = append(q.chunks, c)
+		q.frames = append(q.frames, frame{p: c})
 		q.bytes += len(c)
 	}
 	q.mu.Unlock()
+	q.signal()
+}
+
+// pushControl queues a control message (a command boundary).
+func (q *queue) pushControl(p []byte) {
+	q.mu.Lock()
+	if len(q.frames) < q.lim.chunks+maxKeptControls {
+		q.frames = append(q.frames, frame{text: true, p: p})
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -58,12 +91,12 @@ func (q *queue) push(p []byte) {
 }
 
 // pop takes what is queued, and whether the viewer fell behind.
-func (q *queue) pop() (chunks [][]byte, behind bool) {
+func (q *queue) pop() (frames []frame, behind bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	chunks, behind = q.chunks, q.behind
-	q.chunks, q.bytes, q.behind = nil, 0, false
-	return chunks, behind
+	frames, behind = q.frames, q.behind
+	q.frames, q.bytes, q.behind = nil, 0, false
+	return frames, behind
 }
 
 // control is a text frame: the console's JSON control messages.
@@ -75,6 +108,11 @@ type control struct {
 	Write     bool   `json:"write,omitempty"`
 	Data      string `json:"data,omitempty"`
 	Message   string `json:"message,omitempty"`
+	// Command and ExitCode are a command boundary's ("command-start",
+	// "command-end"): the bytes between the two are the command's.
+	Command  string `json:"command,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Duration string `json:"duration,omitempty"`
 }
 
 // serveViewer is one browser watching one session: binary frames carry
@@ -102,10 +140,22 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 	var unsubscribe func()
 	var first []byte
 	s.HoldOutput(func() {
+		var started time.Time // observers are called one at a time
 		unsubscribe = s.Subscribe(func(st session.Stream, p []byte) {
-			if st != session.Input { // the terminal echoes what it shows
+			switch st {
+			case session.Stdout, session.Stderr:
 				q.push(p)
+			case session.CommandStart:
+				started = time.Now()
+				q.pushControl(boundary(st, p, 0))
+			case session.CommandEnd:
+				var took time.Duration
+				if !started.IsZero() {
+					took = time.Since(started)
+				}
+				q.pushControl(boundary(st, p, took))
 			}
+			// Input is not drawn: the terminal echoes what it shows.
 		})
 		first = paint(s.Screen())
 	})
@@ -136,18 +186,28 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-q.wake:
 		}
-		chunks, behind := q.pop()
+		frames, behind := q.pop()
 		if behind {
-			// What was queued since is in the screen already.
+			// The boundaries kept go first; bytes queued since are in
+			// the screen already, boundaries queued since follow.
 			var repaint []byte
-			s.HoldOutput(func() { q.pop(); repaint = paint(s.Screen()) })
-			if err := c.send(ctx, conn, websocket.MessageBinary, repaint); err != nil {
-				return
-			}
-			continue
+			s.HoldOutput(func() {
+				more, _ := q.pop()
+				repaint = paint(s.Screen())
+				for _, f := range more {
+					if f.text {
+						frames = append(frames, f)
+					}
+				}
+			})
+			frames = append(frames, frame{p: repaint})
 		}
-		for _, p := range chunks {
-			if err := c.send(ctx, conn, websocket.MessageBinary, p); err != nil {
+		for _, f := range frames {
+			typ := websocket.MessageBinary
+			if f.text {
+				typ = websocket.MessageText
+			}
+			if err := c.send(ctx, conn, typ, f.p); err != nil {
 				return
 			}
 		}
@@ -184,6 +244,20 @@ func (c *Console) readInput(ctx context.Context, conn *websocket.Conn, s *sessio
 		c.opts.Audit.Info().Str("event", "input").Str("actor", "console").Str("session", s.ID()).
 			Int("bytes", len(m.Data)).Bool("ok", err == nil).Msg("input")
 	}
+}
+
+// boundary is the control message for a command's start or end.
+func boundary(st session.Stream, p []byte, took time.Duration) []byte {
+	m := control{Type: "command-start", Command: string(p)}
+	if st == session.CommandEnd {
+		code, _ := strconv.Atoi(string(p))
+		m = control{Type: "command-end", ExitCode: &code}
+		if took > 0 {
+			m.Duration = humanDuration(took)
+		}
+	}
+	b, _ := json.Marshal(m)
+	return b
 }
 
 // paint is the bytes that draw the screen as it is now on a fresh

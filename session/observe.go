@@ -66,6 +66,27 @@ func (s *Session) observe(stream Stream, p []byte) {
 // reaches a command's output.
 const Input Stream = 2
 
+// CommandStart and CommandEnd are the Streams observers see at a
+// command's boundaries, in order with the terminal's bytes: the bytes
+// after CommandStart and before CommandEnd are that command's. With
+// CommandStart p is the command's text; with CommandEnd it is the exit
+// code in decimal. Neither is terminal output: an observer that draws
+// the terminal must not draw them.
+const (
+	CommandStart Stream = 3
+	CommandEnd   Stream = 4
+)
+
+// announce hands a command boundary to the observers. Called with ioMu
+// held, so it falls between the bytes before and after it.
+func (s *Session) announce(kind Stream, p []byte) {
+	if l := s.obs.list.Load(); l != nil {
+		for _, f := range *l {
+			(*f)(kind, p)
+		}
+	}
+}
+
 // observeInput hands typed input to the observers (a recording's "i"
 // events). Secrets are masked here, before any observer sees them.
 func (s *Session) observeInput(p []byte, secret bool) {

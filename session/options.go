@@ -90,6 +90,10 @@ func (s Stream) String() string {
 		return "stderr"
 	case Input:
 		return "input"
+	case CommandStart:
+		return "command-start"
+	case CommandEnd:
+		return "command-end"
 	}
 	return "stdout"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -167,6 +168,9 @@ func (s *Session) complete(seq int64, st Status) {
 	}
 	s.drain(s.ptmRaw, Stdout)
 	s.drain(s.errRaw, Stderr)
+	if j.announced {
+		s.announce(CommandEnd, strconv.AppendInt(nil, int64(st.ExitCode), 10))
+	}
 	s.job = nil
 	s.ioMu.Unlock()
 	if st.Exited {

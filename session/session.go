@@ -125,6 +125,7 @@ type Job struct {
 	// are guarded by Session.mu.
 	started    bool
 	startedAt  time.Time
+	announced  bool // observers were told of its start (not settle's lines)
 	pendingINT bool
 	done       chan struct{}
 	status     Status
@@ -218,6 +219,8 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	}
 	s.ioMu.Lock()
 	s.job = j
+	j.announced = true
+	s.announce(CommandStart, []byte(c.Text))
 	s.ioMu.Unlock()
 	s.state = StateBusy
 	s.commands++

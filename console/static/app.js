@@ -74,7 +74,8 @@ function closeViewer() {
 function openSession(id) {
   show("session-view");
   text($("session-title"), "Session " + id);
-  $("terminal").hidden = false; $("transcript").hidden = true;
+  $("live").hidden = false; $("transcript").hidden = true;
+  $("live-commands").replaceChildren();
   $("tab-live").className = "on"; $("tab-transcript").className = "";
   closeViewer();
   const term = newTerminal({ scrollback: 5000 });
@@ -93,6 +94,10 @@ function openSession(id) {
         text($("hint"), m.write ? "Typing here goes to the session." : "Read-only: start the daemon with --console-write to type.");
       } else if (m.type === "error") {
         text($("hint"), m.message);
+      } else if (m.type === "command-start" || m.type === "command-end") {
+        // xterm.js parses writes later: mark once the bytes before the
+        // boundary are on the screen.
+        term.write("", () => markCommand(term, m));
       }
       return;
     }
@@ -111,8 +116,43 @@ function when(iso) {
   return d.toDateString() === new Date().toDateString() ? t : d.toLocaleDateString() + " " + t;
 }
 
+// markCommand marks a command boundary, which the server sends in order
+// with the terminal's bytes. Nothing is written into the terminal: what
+// xterm.js holds stays, row for row, what session.screen holds. The start
+// is an xterm.js decoration (an element drawn over the row where the
+// command's output begins, a dim line along its top edge), and the side
+// list gets the command line, then its exit and duration.
+function markCommand(term, m) {
+  const list = $("live-commands");
+  if (m.type === "command-start") {
+    const li = el("li", "live-cmd running");
+    li.append(el("code", "", "$ " + m.command), el("span", "live-exit", "running"));
+    const marker = term.registerMarker(0);
+    const deco = marker && term.registerDecoration({ marker, width: term.cols, layer: "top" });
+    if (deco) deco.onRender((e) => { e.classList.add("cmd-mark"); e.title = "$ " + m.command; });
+    li.marker = marker;
+    li.addEventListener("click", () => { if (marker && !marker.isDisposed) term.scrollToLine(marker.line); });
+    list.append(li);
+    term.trlCurrent = { li, deco };
+    while (list.children.length > 200) list.firstChild.remove();
+    return;
+  }
+  const cur = term.trlCurrent;
+  term.trlCurrent = null;
+  if (!cur) return; // the start came before this view opened
+  const ok = m.exit_code === 0;
+  cur.li.className = "live-cmd " + (ok ? "exit-ok" : "exit-bad");
+  text(cur.li.querySelector(".live-exit"), "exit " + m.exit_code + (m.duration ? " · " + m.duration : ""));
+  if (cur.deco) cur.deco.onRender((e) => e.classList.add(ok ? "cmd-ok" : "cmd-bad"));
+  const end = term.registerMarker(0);
+  if (end) {
+    const d = term.registerDecoration({ marker: end, width: term.cols, layer: "top" });
+    if (d) d.onRender((e) => e.classList.add("cmd-end"));
+  }
+}
+
 async function openTranscript(id) {
-  $("terminal").hidden = true; $("transcript").hidden = false;
+  $("live").hidden = true; $("transcript").hidden = false;
   $("tab-live").className = ""; $("tab-transcript").className = "on";
   const box = $("transcript");
   box.replaceChildren();
