@@ -184,3 +184,39 @@ func TestBrowserMarksCommands(t *testing.T) {
 	b.waitTrue(`document.querySelectorAll(".xterm .cmd-mark").length === 2 && document.querySelectorAll(".xterm .cmd-mark.cmd-bad").length === 1`, "two marks drawn, the failed one red")
 	sameScreen(t, h, b, sid, "marks do not change the terminal's text")
 }
+
+// TestBrowserDrawsUnderscores: "__name__" shows its underscores. At
+// xterm.js's default line height the DOM renderer clipped each row at
+// the font's height and the underscores, drawn below it, vanished ("  name
+// "). The buffer holds them either way, so the test looks at the pixels
+// of the two cells that hold "__": something lighter than the black
+// background must be drawn there.
+func TestBrowserDrawsUnderscores(t *testing.T) {
+	h := newHarness(t, false, "")
+	b := newBrowser(t)
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	openSessionPage(t, h, b, sid)
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo __name__"})
+	sameScreen(t, h, b, sid, "__name__")
+	var box struct{ X, Y, W, H float64 }
+	require.NoError(t, b.eval(`(() => {
+		const t = viewer.term, b = t.buffer.active;
+		let row = -1;
+		for (let i = 0; i < t.rows; i++) if (b.getLine(b.baseY + i).translateToString(true) === "__name__") row = i;
+		const r = document.querySelectorAll(".xterm-rows > div")[row].getBoundingClientRect();
+		const cell = document.querySelector(".xterm-screen").getBoundingClientRect().width / t.cols;
+		return { X: r.left, Y: r.top, W: 2 * cell, H: r.height };
+	})()`, &box))
+	png := b.clip(box.X, box.Y, box.W, box.H)
+	lit := 0
+	bounds := png.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			r, g, bl, _ := png.At(x, y).RGBA()
+			if (r+g+bl)/3 > 0x6000 {
+				lit++
+			}
+		}
+	}
+	assert.Greater(t, lit, 4, "the cells of \"__\" (%.0fx%.0f px at %.0f,%.0f) show nothing: the underscores are clipped", box.W, box.H, box.X, box.Y)
+}

@@ -2,10 +2,13 @@ package console
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"net/http"
 	"os"
 	"os/exec"
@@ -250,6 +253,23 @@ func (b *browser) screenshot(path string) {
 	png, err := base64.StdEncoding.DecodeString(r.Data)
 	require.NoError(b.t, err)
 	require.NoError(b.t, os.WriteFile(path, png, 0o644))
+}
+
+// clip captures a rectangle of the page (CSS pixels) as an image.
+func (b *browser) clip(x, y, w, h float64) image.Image {
+	b.t.Helper()
+	res, err := b.call("Page.captureScreenshot", map[string]any{"format": "png",
+		"clip": map[string]any{"x": x, "y": y, "width": w, "height": h, "scale": 1}})
+	require.NoError(b.t, err)
+	var r struct {
+		Data string `json:"data"`
+	}
+	require.NoError(b.t, json.Unmarshal(res, &r))
+	raw, err := base64.StdEncoding.DecodeString(r.Data)
+	require.NoError(b.t, err)
+	img, err := png.Decode(bytes.NewReader(raw))
+	require.NoError(b.t, err)
+	return img
 }
 
 // termRowsJS reads the rows xterm.js shows (its buffer's last page, the

@@ -97,6 +97,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/console/api/login-url":
 		c.loginURL(w, r)
 		return
+	case p == "/console/favicon.svg" || p == "/favicon.ico":
+		serveIcon(w, r) // before the login: a browser asks for it on every page
+		return
 	}
 	if !c.auth.check(r) {
 		if strings.HasPrefix(p, "/console/api/") || p == "/console/ws" {

@@ -2,15 +2,18 @@ package console
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -147,7 +150,7 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 	rows, cols := s.Screen().Size()
 	rec := &recording{start: time.Now(), cast: cast, buf: bufio.NewWriterSize(cast, 32<<10), limit: r.limit, cmds: cmds, written: map[string]bool{}}
 	hdr, _ := json.Marshal(castHeader{Version: 2, Width: cols, Height: rows, Timestamp: rec.start.Unix(),
-		Title: "trl session " + in.Name, Env: map[string]string{"SHELL": in.Shell, "TERM": "xterm-256color"}})
+		Title: castTitlePrefix + cmp.Or(in.Name, in.SessionID), Env: map[string]string{"SHELL": in.Shell, "TERM": "xterm-256color"}})
 	rec.line(hdr)
 	// What the session showed before the recorder found it (it looks
 	// every poll interval) starts the recording as a painted screen.
@@ -257,9 +260,26 @@ func (rec *recording) close() {
 
 var castName = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.cast$`)
 
-// recordings lists the recordings the console can replay.
+// castTitlePrefix starts a recording's title; the session's name (its id
+// when it has none) follows.
+const castTitlePrefix = "trl session "
+
+// recordingInfo is one recording in the console's list.
+type recordingInfo struct {
+	File      string `json:"name"` // the file, as /console/api/recordings/<name> serves it
+	SessionID string `json:"session_id"`
+	// SessionName is the session's name; empty when it had none.
+	SessionName string `json:"session_name,omitempty"`
+	// Started is when the recording began (the header's timestamp).
+	Started  string `json:"started,omitempty"`
+	Bytes    int64  `json:"bytes"`
+	Modified string `json:"modified"`
+}
+
+// recordings lists the recordings the console can replay, newest first,
+// each with its session's name and start time read from its header.
 func (c *Console) recordings(w http.ResponseWriter, _ *http.Request) {
-	out := []map[string]any{}
+	out := []recordingInfo{}
 	if c.opts.RecordDir != "" {
 		entries, _ := os.ReadDir(c.opts.RecordDir)
 		for _, e := range entries {
@@ -270,11 +290,36 @@ func (c *Console) recordings(w http.ResponseWriter, _ *http.Request) {
 			if err != nil {
 				continue
 			}
-			out = append(out, map[string]any{"name": e.Name(), "bytes": info.Size(), "modified": info.ModTime().UTC().Format(time.RFC3339)})
+			r := recordingInfo{File: e.Name(), SessionID: strings.TrimSuffix(e.Name(), ".cast"), Bytes: info.Size(),
+				Modified: info.ModTime().UTC().Format(time.RFC3339)}
+			if hdr, ok := readCastHeader(filepath.Join(c.opts.RecordDir, e.Name())); ok {
+				if name, found := strings.CutPrefix(hdr.Title, castTitlePrefix); found && name != r.SessionID {
+					r.SessionName = name
+				}
+				if hdr.Timestamp > 0 {
+					r.Started = time.Unix(hdr.Timestamp, 0).UTC().Format(time.RFC3339)
+				}
+			}
+			out = append(out, r)
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i]["modified"].(string) > out[j]["modified"].(string) })
+		sort.Slice(out, func(i, j int) bool { return out[i].Modified > out[j].Modified })
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"recordings": out})
+}
+
+// readCastHeader reads a recording's first line (at most 8 KiB).
+func readCastHeader(path string) (castHeader, bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return castHeader{}, false
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(io.LimitReader(f, 8<<10), 8<<10).ReadSlice('\n')
+	if err != nil {
+		return castHeader{}, false
+	}
+	var h castHeader
+	return h, json.Unmarshal(line, &h) == nil
 }
 
 // recording serves one asciicast file for the replay view.

@@ -103,6 +103,7 @@ func (q *queue) pop() (frames []frame, behind bool) {
 type control struct {
 	Type      string `json:"type"`
 	SessionID string `json:"session_id,omitempty"`
+	Name      string `json:"name,omitempty"`
 	Rows      int    `json:"rows,omitempty"`
 	Cols      int    `json:"cols,omitempty"`
 	Write     bool   `json:"write,omitempty"`
@@ -162,7 +163,7 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 	defer unsubscribe()
 
 	rows, cols := s.Screen().Size()
-	hello, _ := json.Marshal(control{Type: "hello", SessionID: s.ID(), Rows: rows, Cols: cols, Write: c.opts.Write})
+	hello, _ := json.Marshal(control{Type: "hello", SessionID: s.ID(), Name: s.Name(), Rows: rows, Cols: cols, Write: c.opts.Write})
 	if err := c.send(ctx, conn, websocket.MessageText, hello); err != nil {
 		return
 	}

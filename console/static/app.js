@@ -17,6 +17,12 @@ function age(iso) {
   return (s / 3600).toFixed(1) + " h";
 }
 
+function size(n) {
+  if (n < 1024) return n + " B";
+  if (n < 1024 * 1024) return (n / 1024).toFixed(1) + " KiB";
+  return (n / 1024 / 1024).toFixed(1) + " MiB";
+}
+
 function show(view) {
   for (const v of ["list-view", "session-view", "recordings-view"]) $(v).hidden = v !== view;
 }
@@ -54,14 +60,27 @@ async function refreshList() {
 // (the terminal's ONLCR is off; see console/onlcr.go), so convertEol
 // stays off. Widths are Unicode 11's, as glibc's wcwidth (which the
 // screen model follows) gives them: an emoji takes two columns.
+//
+// lineHeight 1.2: at 1.0 a row is exactly the font's height and the DOM
+// renderer clips each row, so "__name__" lost its underscores (drawn just
+// below the baseline box) and descenders were cut.
 function newTerminal(opts) {
   const term = new Terminal(Object.assign({
-    convertEol: false, fontSize: 14, allowProposedApi: true,
+    convertEol: false, fontSize: 14, lineHeight: 1.2, allowProposedApi: true,
     fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
   }, opts));
   term.loadAddon(new Unicode11Addon.Unicode11Addon());
   term.unicode.activeVersion = "11";
   return term;
+}
+
+// setTitle names the session view, and the browser's tab, by the
+// session's name, or its id when it has none.
+function setTitle(id, name) {
+  const h = $("session-title");
+  h.replaceChildren(el("span", "", "Session " + (name || id)));
+  if (name) h.append(el("span", "session-id", id));
+  document.title = (name || id) + " · trl console";
 }
 
 function closeViewer() {
@@ -73,7 +92,7 @@ function closeViewer() {
 
 function openSession(id) {
   show("session-view");
-  text($("session-title"), "Session " + id);
+  setTitle(id, "");
   $("live").hidden = false; $("transcript").hidden = true;
   $("live-commands").replaceChildren();
   $("tab-live").className = "on"; $("tab-transcript").className = "";
@@ -90,6 +109,7 @@ function openSession(id) {
     if (typeof ev.data === "string") {
       const m = JSON.parse(ev.data);
       if (m.type === "hello") {
+        setTitle(m.session_id, m.name);
         term.resize(m.cols, m.rows);
         text($("hint"), m.write ? "Typing here goes to the session." : "Read-only: start the daemon with --console-write to type.");
       } else if (m.type === "error") {
@@ -143,7 +163,11 @@ function markCommand(term, m) {
   const ok = m.exit_code === 0;
   cur.li.className = "live-cmd " + (ok ? "exit-ok" : "exit-bad");
   text(cur.li.querySelector(".live-exit"), "exit " + m.exit_code + (m.duration ? " · " + m.duration : ""));
-  if (cur.deco) cur.deco.onRender((e) => e.classList.add(ok ? "cmd-ok" : "cmd-bad"));
+  if (cur.deco) {
+    const mark = (e) => e.classList.add(ok ? "cmd-ok" : "cmd-bad");
+    if (cur.deco.element) mark(cur.deco.element);
+    cur.deco.onRender(mark);
+  }
   const end = term.registerMarker(0);
   if (end) {
     const d = term.registerDecoration({ marker: end, width: term.cols, layer: "top" });
@@ -186,10 +210,11 @@ async function openRecordings() {
   const data = await api("api/recordings");
   if (!data.recordings.length) ul.append(el("li", "", "No recordings (start the daemon with --record DIR)."));
   for (const r of data.recordings) {
-    const li = el("li");
-    const a = el("a", "", r.name + " (" + r.bytes + " bytes)");
+    const li = el("li", "recording");
+    const a = el("a", "", r.session_name || r.session_id);
     a.href = "#recordings/" + encodeURIComponent(r.name);
-    li.append(a);
+    li.append(a, el("span", "rec-meta", "started " + when(r.started || r.modified) + " · " + size(r.bytes)));
+    if (r.session_name) li.append(el("span", "session-id", r.session_id));
     ul.append(li);
   }
 }
@@ -219,6 +244,7 @@ function route() {
   if (h.startsWith("recordings/")) { play(h.slice(11)); return; }
   if (h === "recordings") { openRecordings(); return; }
   closeViewer();
+  document.title = "trl console";
   show("list-view");
   refreshList();
   listTimer = setInterval(refreshList, 1000);

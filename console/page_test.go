@@ -1,0 +1,92 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestIconWithoutLogin: the browser's icon requests answer without a
+// login (no 401 in the console's log or the browser's).
+func TestIconWithoutLogin(t *testing.T) {
+	h := newHarness(t, false, "")
+	resp, err := http.Get(h.srv.URL + "/console/favicon.svg")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "image/svg+xml", resp.Header.Get("Content-Type"))
+	resp, err = http.Get(h.srv.URL + "/favicon.ico")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	// Nothing else opens without the cookie.
+	resp, err = http.Get(h.srv.URL + "/console/app.js")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// TestBrowserTitlesAndRecordings: the session page is titled with the
+// session's name (its id when it has none), and recordings are listed by
+// session name and start time.
+func TestBrowserTitlesAndRecordings(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, false, dir)
+	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
+	require.NoError(t, err)
+	rec.poll = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rec.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	b := newBrowser(t)
+
+	named := h.call(t, "session.create", map[string]any{"shell": "/bin/sh", "name": "agent-7"})["session_id"].(string)
+	plain := h.call(t, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	h.call(t, "exec.run", map[string]any{"session_id": named, "command": "echo recorded"})
+
+	openSessionPage(t, h, b, named)
+	b.waitTrue(`document.title === "agent-7 · trl console" && document.getElementById("session-title").innerText.startsWith("Session agent-7")`, "the page titled with the name")
+	openSessionPage(t, h, b, plain)
+	b.waitTrue(`document.title === "`+plain+` · trl console"`, "the page titled with the id when there is no name")
+
+	require.Eventually(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.recs[named] != nil && rec.recs[plain] != nil
+	}, 10*time.Second, 10*time.Millisecond)
+	c := h.login(t)
+	resp, err := c.Get(h.srv.URL + "/console/api/recordings")
+	require.NoError(t, err)
+	var list struct {
+		Recordings []recordingInfo `json:"recordings"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+	resp.Body.Close()
+	require.Len(t, list.Recordings, 2)
+	byID := map[string]recordingInfo{}
+	for _, r := range list.Recordings {
+		byID[r.SessionID] = r
+	}
+	assert.Equal(t, "agent-7", byID[named].SessionName)
+	assert.Empty(t, byID[plain].SessionName)
+	started, err := time.Parse(time.RFC3339, byID[named].Started)
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), started, time.Minute)
+
+	b.navigate(h.con.LoginURL(h.srv.URL) + "&next=%23recordings")
+	b.waitTrue(`document.querySelectorAll("#recordings .recording").length === 2`, "two recordings listed")
+	var items []string
+	require.NoError(t, b.eval(`[...document.querySelectorAll("#recordings .recording")].map((li) => li.innerText)`, &items))
+	all := strings.Join(items, "\n")
+	assert.Contains(t, all, "agent-7")
+	assert.Contains(t, all, "started ")
+	assert.Contains(t, all, plain)
+}
