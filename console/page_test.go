@@ -90,3 +90,33 @@ func TestBrowserTitlesAndRecordings(t *testing.T) {
 	assert.Contains(t, all, "started ")
 	assert.Contains(t, all, plain)
 }
+
+// TestBrowserListsWaiting: the top of the sessions page lists, live, the
+// commands waiting for input with their prompt and what they want; one
+// that is answered leaves the list.
+func TestBrowserListsWaiting(t *testing.T) {
+	h := newHarness(t, false, "")
+	b := newBrowser(t)
+	deploy := h.call(t, "session.create", map[string]any{"shell": "/bin/sh", "name": "deployer"})["session_id"].(string)
+	login := h.call(t, "session.create", map[string]any{"shell": "/bin/sh", "name": "logger-in"})["session_id"].(string)
+	b.navigate(h.con.LoginURL(h.srv.URL))
+	b.waitTrue(`document.getElementById("waiting-none") && !document.getElementById("waiting-none").hidden`, "nothing waiting yet")
+
+	st := h.call(t, "exec.run", map[string]any{"session_id": deploy, "command": "printf 'Deploy to prod? [y/N] '; read answer; echo got $answer"})
+	require.Equal(t, "waiting_input", st["state"])
+	st2 := h.call(t, "exec.run", map[string]any{"session_id": login, "command": "printf 'Password: '; stty -echo; read pw; stty echo; echo done"})
+	require.Equal(t, "waiting_input", st2["state"])
+	b.waitTrue(`document.querySelectorAll("#waiting .waiting-cmd").length === 2`, "two commands listed as waiting")
+	var items []string
+	require.NoError(t, b.eval(`[...document.querySelectorAll("#waiting .waiting-cmd")].map((li) => li.innerText)`, &items))
+	all := strings.Join(items, "\n")
+	t.Logf("waiting: %q", items)
+	assert.Contains(t, all, "deployer wants a line Deploy to prod? [y/N]")
+	assert.Contains(t, all, "logger-in wants a password Password:")
+	assert.Contains(t, all, "$ printf 'Deploy to prod? [y/N] '")
+
+	h.call(t, "exec.input", map[string]any{"session_id": deploy, "input": "y\r", "until": []string{}})
+	b.waitTrue(`document.querySelectorAll("#waiting .waiting-cmd").length === 1`, "the answered command leaves the list")
+	h.call(t, "exec.input", map[string]any{"session_id": login, "input": "pw\r", "secret": true, "until": []string{}})
+	b.waitTrue(`document.querySelectorAll("#waiting .waiting-cmd").length === 0 && !document.getElementById("waiting-none").hidden`, "nothing waiting")
+}

@@ -39,6 +39,7 @@ async function refreshList() {
   text($("mode"), data.write ? "you may type into sessions" : "read-only");
   const running = {};
   for (const c of (data.commands && data.commands.commands) || []) if (c.state !== "exited") running[c.session_id] = c;
+  showWaiting(data);
   const body = $("sessions").tBodies[0];
   body.replaceChildren();
   const sessions = (data.sessions && data.sessions.sessions) || [];
@@ -81,6 +82,36 @@ function setTitle(id, name) {
   h.replaceChildren(el("span", "", "Session " + (name || id)));
   if (name) h.append(el("span", "session-id", id));
   document.title = (name || id) + " · trl console";
+}
+
+// waitingWords says what a waiting command wants, as a person reads it.
+const waitingWords = { line: "a line", password: "a password", raw: "keys", tui: "keys (full-screen program)" };
+
+// showWaiting lists, at the top of the sessions page, the commands that
+// wait for input, with their prompt: where an agent is stuck. It is
+// refreshed with the session list (every second).
+//
+// Pending approvals have their own box beside it (#approvals-box, hidden):
+// when the daemon gets an approval registry, refreshList fetches its
+// list and fills #approvals the same way, and shows the box.
+function showWaiting(data) {
+  const names = {};
+  for (const s of (data.sessions && data.sessions.sessions) || []) names[s.session_id] = s.name || s.session_id;
+  const ul = $("waiting");
+  ul.replaceChildren();
+  const waiting = ((data.commands && data.commands.commands) || []).filter((c) => c.state === "waiting_input" && c.input);
+  $("waiting-none").hidden = waiting.length > 0;
+  $("waiting-box").className = waiting.length ? "stuck" : "";
+  for (const c of waiting) {
+    const li = el("li", "waiting-cmd");
+    li.dataset.exec = c.exec_id;
+    const a = el("a", "", names[c.session_id] || c.session_id);
+    a.href = "#session/" + encodeURIComponent(c.session_id);
+    li.append(a, el("span", "wants", " wants " + (waitingWords[c.input.kind] || c.input.kind) + " "),
+      el("code", "prompt", c.input.prompt || "(no prompt)"),
+      el("span", "waiting-meta", "$ " + c.command + " · running " + age(c.started_at)));
+    ul.append(li);
+  }
 }
 
 function closeViewer() {
