@@ -63,7 +63,7 @@ func newBrowser(t *testing.T) *browser {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-		"--remote-debugging-port=0", "--user-data-dir="+dir, "--window-size=1100,700", "about:blank")
+		"--remote-debugging-port=0", "--user-data-dir="+dir, "--window-size=1100,800", "about:blank")
 	cmd.Stdout, cmd.Stderr = nil, nil
 	// Its own process group: the cleanup ends every Chromium process,
 	// renderers too, before the profile directory is removed.

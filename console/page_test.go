@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +122,35 @@ func TestBrowserListsWaiting(t *testing.T) {
 	b.waitTrue(`document.querySelectorAll("#waiting .waiting-cmd").length === 1`, "the answered command leaves the list")
 	h.call(t, "exec.input", map[string]any{"session_id": login, "input": "pw\r", "secret": true, "until": []string{}})
 	b.waitTrue(`document.querySelectorAll("#waiting .waiting-cmd").length === 0 && !document.getElementById("waiting-none").hidden`, "nothing waiting")
+}
+
+// TestBrowserDoesNotAnswerQueries: a program's terminal query (device
+// attributes) is answered once, by the session's screen model; the
+// page's xterm.js, which could type into the session (--console-write),
+// does not answer it a second time.
+func TestBrowserDoesNotAnswerQueries(t *testing.T) {
+	h := newHarness(t, true, "")
+	b := newBrowser(t)
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash"})["session_id"].(string)
+	openSessionPage(t, h, b, sid)
+	st := h.call(t, "exec.run", map[string]any{"session_id": sid, "timeout_s": 30, "command": `stty raw -echo; printf '\033[c'; sleep 2; x=$(dd bs=1024 count=1 iflag=nonblock 2>/dev/null); stty sane; printf '%s' "$x" | od -An -c | tr -d ' \n'; echo`})
+	require.Equal(t, "exited", st["state"], "%v", st)
+	out := st["stdout"].(string)
+	assert.Equal(t, 1, strings.Count(out, "033["), "one answer to the query, not one from the server and one from the page: %q", out)
+
+	// vi asks for focus reports and queries the terminal: the page sends
+	// nothing nobody typed.
+	if _, err := exec.LookPath("vi"); err != nil {
+		return
+	}
+	require.NoError(t, b.eval(`window.sent = []; { const send = viewer.ws.send.bind(viewer.ws); viewer.ws.send = (d) => { window.sent.push(d); send(d); }; }`, nil))
+	file := filepath.Join(t.TempDir(), "a.txt")
+	require.NoError(t, os.WriteFile(file, []byte("quiet\n"), 0o644))
+	st = h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "vi " + file})
+	require.Equal(t, "waiting_input", st["state"])
+	sameScreen(t, h, b, sid, "vi")
+	var sent []string
+	require.NoError(t, b.eval(`window.sent`, &sent))
+	assert.Empty(t, sent, "the page sent input nobody typed")
+	h.call(t, "exec.input", map[string]any{"session_id": sid, "input": []any{map[string]any{"key": "Escape"}, ":q!", map[string]any{"key": "Enter"}}, "until": []string{}})
 }

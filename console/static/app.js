@@ -72,6 +72,7 @@ function newTerminal(opts) {
   }, opts));
   term.loadAddon(new Unicode11Addon.Unicode11Addon());
   term.unicode.activeVersion = "11";
+  muteReports(term);
   return term;
 }
 
@@ -111,6 +112,28 @@ function showWaiting(data) {
       el("code", "prompt", c.input.prompt || "(no prompt)"),
       el("span", "waiting-meta", "$ " + c.command + " · running " + age(c.started_at)));
     ul.append(li);
+  }
+}
+
+// muteReports stops xterm.js from answering a program's terminal queries
+// (device attributes, cursor position, mode and setting reports, colour
+// queries). The session's own screen model answers them on the server;
+// answers from the page would reach the program a second time as typed
+// input (with --console-write) or be refused as input (read-only). The
+// queries change nothing on the screen, so swallowing them loses
+// nothing.
+function muteReports(term) {
+  const p = term.parser;
+  for (const id of [{ final: "c" }, { prefix: ">", final: "c" }, { prefix: "=", final: "c" },
+    { final: "n" }, { prefix: "?", final: "n" },
+    { intermediates: "$", final: "p" }, { prefix: "?", intermediates: "$", final: "p" },
+    { prefix: ">", final: "q" }]) {
+    p.registerCsiHandler(id, () => true);
+  }
+  p.registerDcsHandler({ intermediates: "$", final: "q" }, () => true);
+  p.registerDcsHandler({ intermediates: "+", final: "q" }, () => true);
+  for (const osc of [4, 10, 11, 12, 52]) {
+    p.registerOscHandler(osc, (data) => data.includes("?"));
   }
 }
 
@@ -155,7 +178,13 @@ function openSession(id) {
     term.write(new Uint8Array(ev.data));
   };
   ws.onclose = () => text($("hint"), "Disconnected.");
-  term.onData((d) => { if (ws.readyState === 1) ws.send(JSON.stringify({ type: "input", data: d })); });
+  term.onData((d) => {
+    // Focus reports (mode 1004, which vim turns on) say where this
+    // page's focus is, not what a person typed: the agent's program
+    // must not see a person's clicks.
+    if (d === "\x1b[I" || d === "\x1b[O") return;
+    if (ws.readyState === 1) ws.send(JSON.stringify({ type: "input", data: d }));
+  });
 }
 
 // when is a start time as a person reads it: the time of day, with the
