@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,9 +96,12 @@ func (r *Recorder) scan(ctx context.Context) {
 	}
 	for id, rec := range r.recs {
 		rec.transcript(ctx, r.handler)
-		if _, err := r.sessions.Session(id); errors.Is(err, session.ErrNotFound) {
+		s, err := r.sessions.Session(id)
+		if errors.Is(err, session.ErrNotFound) {
 			rec.close()
 			delete(r.recs, id)
+		} else if err == nil {
+			rec.resized(s)
 		}
 	}
 }
@@ -123,6 +127,8 @@ type recording struct {
 	cmds    *os.File
 	written map[string]bool
 	unsub   func()
+
+	rows, cols int // the size last recorded; only the recorder's scan uses them
 }
 
 type castHeader struct {
@@ -148,7 +154,7 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 		return nil, err
 	}
 	rows, cols := s.Screen().Size()
-	rec := &recording{start: time.Now(), cast: cast, buf: bufio.NewWriterSize(cast, 32<<10), limit: r.limit, cmds: cmds, written: map[string]bool{}}
+	rec := &recording{start: time.Now(), rows: rows, cols: cols, cast: cast, buf: bufio.NewWriterSize(cast, 32<<10), limit: r.limit, cmds: cmds, written: map[string]bool{}}
 	hdr, _ := json.Marshal(castHeader{Version: 2, Width: cols, Height: rows, Timestamp: rec.start.Unix(),
 		Title: castTitlePrefix + cmp.Or(in.Name, in.SessionID), Env: map[string]string{"SHELL": in.Shell, "TERM": "xterm-256color"}})
 	rec.line(hdr)
@@ -205,6 +211,21 @@ func (rec *recording) lineLocked(p []byte) {
 	if rec.buf.Buffered() > 16<<10 {
 		_ = rec.buf.Flush()
 	}
+}
+
+// resized records a change of the session's size (session.resize, which
+// writes no byte): an "r" event with the new size, then the screen
+// painted afresh, as the bytes before were laid out for the old size.
+func (rec *recording) resized(s *session.Session) {
+	rows, cols := s.Screen().Size()
+	if rows == rec.rows && cols == rec.cols {
+		return
+	}
+	rec.rows, rec.cols = rows, cols
+	s.HoldOutput(func() {
+		rec.event("r", []byte(strconv.Itoa(cols)+"x"+strconv.Itoa(rows)))
+		rec.event("o", paint(s.Screen()))
+	})
 }
 
 // transcript appends the commands that ended since the last look. The

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,8 +36,14 @@ func castRows(t *testing.T, path string) []string {
 		if json.Unmarshal(sc.Bytes(), &ev) != nil || len(ev) != 3 {
 			continue // a line being written
 		}
-		if ev[1] == "o" {
+		switch ev[1] {
+		case "o":
 			_, _ = scr.Write([]byte(ev[2].(string)))
+		case "r":
+			var cols, rows int
+			_, err := fmt.Sscanf(ev[2].(string), "%dx%d", &cols, &rows)
+			require.NoError(t, err, "resize event %q", ev[2])
+			scr.Resize(rows, cols)
 		}
 	}
 	return scr.Snapshot(screen.SnapshotOptions{}).Lines
@@ -100,4 +107,47 @@ func TestRecordingReplaysAsTheScreen(t *testing.T) {
 	}
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `echo the end`})
 	same("the end")
+}
+
+// TestResizeReachesViewersAndRecordings: session.resize writes no byte,
+// yet the page's terminal takes the new size and shows the screen row for
+// row, and the recording holds a resize event that replays to the same.
+func TestResizeReachesViewersAndRecordings(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, false, dir)
+	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
+	require.NoError(t, err)
+	rec.poll = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rec.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	b := newBrowser(t)
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	require.Eventually(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.recs[sid] != nil
+	}, 10*time.Second, 10*time.Millisecond)
+	openSessionPage(t, h, b, sid)
+	long := `printf '%0100d\n' 7`
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": long})
+	sameScreen(t, h, b, sid, "80 columns")
+
+	h.call(t, "session.resize", map[string]any{"session_id": sid, "rows": 30, "cols": 120})
+	b.waitTrue(`viewer.term.cols === 120 && viewer.term.rows === 30`, "the page's terminal at the new size")
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": long})
+	sameScreen(t, h, b, sid, "120 columns")
+	cast := filepath.Join(dir, sid+".cast")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		want, got := h.screenRows(t, sid), castRows(t, cast)
+		if strings.Join(want, "\n") == strings.Join(got, "\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the recording replayed is not the screen at the new size\n%s", sideBySide(want, got))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

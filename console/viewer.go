@@ -180,14 +180,27 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 	}()
 	defer wg.Wait()
 
+	// A resize (session.resize) sends no byte: the size is looked at on
+	// every wake and every second.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			conn.Close(websocket.StatusNormalClosure, "")
 			return
 		case <-q.wake:
+		case <-tick.C:
 		}
 		frames, behind := q.pop()
+		if r, c := s.Screen().Size(); r != rows || c != cols {
+			// The page's terminal takes the new size and is repainted:
+			// what it held was laid out for the old one.
+			rows, cols = r, c
+			msg, _ := json.Marshal(control{Type: "resize", Rows: rows, Cols: cols})
+			frames = append(frames, frame{text: true, p: msg})
+			behind = true
+		}
 		if behind {
 			// The boundaries kept go first; bytes queued since are in
 			// the screen already, boundaries queued since follow.

@@ -166,6 +166,8 @@ function openSession(id) {
         setTitle(m.session_id, m.name);
         term.resize(m.cols, m.rows);
         text($("hint"), m.write ? "Typing here goes to the session." : "Read-only: start the daemon with --console-write to type.");
+      } else if (m.type === "resize") {
+        term.resize(m.cols, m.rows); // a repaint follows
       } else if (m.type === "error") {
         text($("hint"), m.message);
       } else if (m.type === "command-start" || m.type === "command-end") {
