@@ -220,3 +220,23 @@ func TestBrowserDrawsUnderscores(t *testing.T) {
 	}
 	assert.Greater(t, lit, 4, "the cells of \"__\" (%.0fx%.0f px at %.0f,%.0f) show nothing: the underscores are clipped", box.W, box.H, box.X, box.Y)
 }
+
+// TestBrowserAfterAKilledTUI: vi killed by its timeout never leaves the
+// alternate screen; the session's screen model leaves it before the next
+// command, and so does the page.
+func TestBrowserAfterAKilledTUI(t *testing.T) {
+	if _, err := exec.LookPath("vi"); err != nil {
+		t.Skip("vi is not installed")
+	}
+	h := newHarness(t, false, "")
+	b := newBrowser(t)
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash", "env": map[string]string{"TERM": "xterm-256color"}})["session_id"].(string)
+	openSessionPage(t, h, b, sid)
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo before vi"})
+	file := filepath.Join(t.TempDir(), "killed.txt")
+	require.NoError(t, os.WriteFile(file, []byte("vi is killed here\n"), 0o644))
+	st := h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "vi " + file, "timeout_s": 2, "until": []string{}})
+	require.Equal(t, "exited", st["state"], "%v", st)
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo after the killed vi"})
+	sameScreen(t, h, b, sid, "after a killed vi")
+}

@@ -169,6 +169,8 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 				rec.event("m", append([]byte("$ "), p...))
 			case session.CommandEnd:
 				rec.event("m", append([]byte("exit "), p...))
+			case session.ScreenReset: // the screen changed without a byte
+				rec.event("o", paint(s.Screen()))
 			default:
 				rec.event("o", onlcr(nil, p)) // what a terminal with ONLCR gets
 			}

@@ -104,6 +104,10 @@ func TestRecordingReplaysAsTheScreen(t *testing.T) {
 		require.Equal(t, "waiting_input", st["state"])
 		same("vi")
 		h.call(t, "exec.input", map[string]any{"session_id": sid, "input": []any{map[string]any{"key": "Escape"}, ":q!", map[string]any{"key": "Enter"}}, "until": []string{}})
+		same("after vi")
+		// vi killed at its timeout never leaves the alternate screen.
+		st = h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "vi " + file, "timeout_s": 2, "until": []string{}})
+		require.Equal(t, "exited", st["state"])
 	}
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `echo the end`})
 	same("the end")

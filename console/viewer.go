@@ -53,17 +53,7 @@ const maxKeptControls = 64
 func (q *queue) push(p []byte) {
 	q.mu.Lock()
 	if q.behind || len(q.frames) >= q.lim.chunks || q.bytes+len(p) > q.lim.bytes {
-		// Behind: the bytes are dropped (the viewer is repainted from
-		// the screen); the command boundaries are kept, as the page's
-		// list of commands needs them.
-		q.behind = true
-		kept := q.frames[:0]
-		for _, f := range q.frames {
-			if f.text && len(kept) < maxKeptControls {
-				kept = append(kept, f)
-			}
-		}
-		q.frames, q.bytes = kept, 0
+		q.fallBehindLocked()
 	} else {
 		c := onlcr(make([]byte, 0, len(p)+len(p)/16), p)
 		q.frames = append(q.frames, frame{p: c})
@@ -71,6 +61,29 @@ func (q *queue) push(p []byte) {
 	}
 	q.mu.Unlock()
 	q.signal()
+}
+
+// redraw drops the queued bytes: the viewer is repainted from the
+// screen, which changed without a byte (session.ScreenReset).
+func (q *queue) redraw() {
+	q.mu.Lock()
+	q.fallBehindLocked()
+	q.mu.Unlock()
+	q.signal()
+}
+
+// fallBehindLocked drops the queued bytes (the viewer is repainted from
+// the screen); the command boundaries are kept, as the page's list of
+// commands needs them.
+func (q *queue) fallBehindLocked() {
+	q.behind = true
+	kept := q.frames[:0]
+	for _, f := range q.frames {
+		if f.text && len(kept) < maxKeptControls {
+			kept = append(kept, f)
+		}
+	}
+	q.frames, q.bytes = kept, 0
 }
 
 // pushControl queues a control message (a command boundary).
@@ -149,6 +162,8 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 			case session.CommandStart:
 				started = time.Now()
 				q.pushControl(boundary(st, p, 0))
+			case session.ScreenReset:
+				q.redraw()
 			case session.CommandEnd:
 				var took time.Duration
 				if !started.IsZero() {

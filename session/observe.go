@@ -77,6 +77,13 @@ const (
 	CommandEnd   Stream = 4
 )
 
+// ScreenReset is the Stream observers see (p empty) when the screen model
+// changed without a byte: a program killed on the alternate screen (vi at
+// its timeout) never wrote the sequence that leaves it, and the model
+// left it before the next command. An observer that draws the terminal
+// must redraw it from Screen.
+const ScreenReset Stream = 5
+
 // announce hands a command boundary to the observers. Called with ioMu
 // held, so it falls between the bytes before and after it.
 func (s *Session) announce(kind Stream, p []byte) {

@@ -94,6 +94,8 @@ func (s Stream) String() string {
 		return "command-start"
 	case CommandEnd:
 		return "command-end"
+	case ScreenReset:
+		return "screen-reset"
 	}
 	return "stdout"
 }

@@ -193,7 +193,7 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	// A TUI killed before it restored the terminal leaves the alternate
 	// screen on in the model; the next command's output goes to the main
 	// screen.
-	s.scr.LeaveAltScreen()
+	redraw := s.scr.LeaveAltScreen()
 	s.seq++
 	j := &Job{s: s, owner: c.Owner, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
 	if c.Stdin != nil {
@@ -220,6 +220,9 @@ func (s *Session) Start(c Command, sink Sink) (*Job, error) {
 	s.ioMu.Lock()
 	s.job = j
 	j.announced = true
+	if redraw {
+		s.announce(ScreenReset, nil)
+	}
 	s.announce(CommandStart, []byte(c.Text))
 	s.ioMu.Unlock()
 	s.state = StateBusy
