@@ -28,12 +28,19 @@ func (h *harness) screenRows(t *testing.T, sid string) []string {
 // does.
 func sameScreen(t *testing.T, h *harness, b *browser, sid, what string) {
 	t.Helper()
+	sameRows(t, h, b, sid, termRowsJS, what)
+}
+
+// sameRows waits until the rows read by the expression rows equal
+// session.screen's.
+func sameRows(t *testing.T, h *harness, b *browser, sid, rows, what string) {
+	t.Helper()
 	var want, got []string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		want = h.screenRows(t, sid)
 		got = nil
-		err := b.eval(termRowsJS, &got)
+		err := b.eval(rows, &got)
 		if err == nil && strings.Join(got, "\n") == strings.Join(want, "\n") {
 			return
 		}

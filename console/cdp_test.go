@@ -272,15 +272,23 @@ func (b *browser) clip(x, y, w, h float64) image.Image {
 	return img
 }
 
-// termRowsJS reads the rows xterm.js shows (its buffer's last page, the
-// screen), each as text with trailing blanks trimmed, spaces a program
-// wrote too, as session.screen's text format has them.
-const termRowsJS = `(() => {
-  if (!viewer || !viewer.term) return null;
-  const t = viewer.term, b = t.buffer.active, rows = [];
+// rowsJS reads the rows an xterm.js terminal in the page shows (its
+// buffer's last page, the screen), each as text with trailing blanks
+// trimmed, spaces a program wrote too, as session.screen's text format
+// has them. term is the expression that finds the terminal (null: not
+// there yet).
+func rowsJS(term string) string {
+	return `(() => {
+  const t = ` + term + `;
+  if (!t) return null;
+  const b = t.buffer.active, rows = [];
   for (let i = 0; i < t.rows; i++) {
     const l = b.getLine(b.baseY + i);
     rows.push(l ? l.translateToString(true).replace(/ +$/, "") : "");
   }
   return rows;
 })()`
+}
+
+// termRowsJS reads the live view's terminal.
+var termRowsJS = rowsJS("viewer && viewer.term")

@@ -155,3 +155,43 @@ func TestResizeReachesViewersAndRecordings(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestBrowserReplaysRecordings: the console's replay of a recording ends
+// on the screen session.screen shows (plain lines, a progress bar, wide
+// characters, vi and the prompt after it).
+func TestBrowserReplaysRecordings(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, false, dir)
+	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
+	require.NoError(t, err)
+	rec.poll = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rec.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	b := newBrowser(t)
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash",
+		"env": map[string]string{"TERM": "xterm-256color", "LANG": "C.UTF-8"}})["session_id"].(string)
+	require.Eventually(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.recs[sid] != nil
+	}, 10*time.Second, 10*time.Millisecond)
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `printf 'first line\nsecond line\n'; for i in 1 2 3; do printf '\rprogress %d/3' $i; sleep 0.05; done; echo; printf '漢字🚀\033[9G|col 9\n'`})
+	if _, err := exec.LookPath("vi"); err == nil {
+		file := filepath.Join(t.TempDir(), "notes.txt")
+		require.NoError(t, os.WriteFile(file, []byte("replayed in vi\n"), 0o644))
+		st := h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "vi " + file})
+		require.Equal(t, "waiting_input", st["state"])
+		h.call(t, "exec.input", map[string]any{"session_id": sid, "input": []any{map[string]any{"key": "Escape"}, ":q!", map[string]any{"key": "Enter"}}, "until": []string{}})
+	}
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo the end"})
+	cast := filepath.Join(dir, sid+".cast")
+	require.Eventually(t, func() bool {
+		return strings.Join(castRows(t, cast), "\n") == strings.Join(h.screenRows(t, sid), "\n")
+	}, 20*time.Second, 50*time.Millisecond, "the recording is written")
+
+	b.navigate(h.con.LoginURL(h.srv.URL) + "&next=%23recordings/" + sid + ".cast")
+	b.waitTrue(`typeof player !== "undefined" && !!player && player.done`, "the replay to end")
+	sameRows(t, h, b, sid, rowsJS("player && player.term"), "the replay")
+}

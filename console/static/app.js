@@ -281,8 +281,22 @@ async function openRecordings() {
   }
 }
 
+// player is the replay shown: {term, done}. done is set once the last
+// event is drawn.
+let player = null;
+
+function stopPlayer() {
+  if (!player) return;
+  player.term.dispose();
+  player = null;
+}
+
+// play replays a recording: output events ("o") as they came, a pause
+// longer than 2 s cut to 2 s, resizes ("r", COLSxROWS) applied; markers
+// ("m") are the command boundaries and draw nothing.
 async function play(name) {
   await openRecordings();
+  stopPlayer();
   const box = $("player");
   box.replaceChildren();
   const r = await fetch("api/recordings/" + encodeURIComponent(name), { credentials: "same-origin" });
@@ -290,18 +304,32 @@ async function play(name) {
   const hdr = JSON.parse(lines[0]);
   const term = newTerminal({ cols: hdr.width, rows: hdr.height });
   term.open(box);
-  const start = performance.now();
+  const me = { term, done: false };
+  player = me;
+  const t0 = performance.now();
+  let skipped = 0; // seconds of idle time cut
   for (const line of lines.slice(1)) {
-    const [t, code, data] = JSON.parse(line);
-    const wait = t * 1000 - (performance.now() - start);
-    if (wait > 0) await new Promise((res) => setTimeout(res, Math.min(wait, 2000)));
-    if (code === "o") term.write(data);
+    if (player !== me) return; // another view was opened
+    let ev;
+    try { ev = JSON.parse(line); } catch (_) { continue; } // a line being written
+    const [t, code, data] = ev;
+    let wait = (t - skipped) * 1000 - (performance.now() - t0);
+    if (wait > 2000) { skipped += (wait - 2000) / 1000; wait = 2000; }
+    if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+    if (code === "o") {
+      await new Promise((res) => term.write(data, res));
+    } else if (code === "r") {
+      const [cols, rows] = String(data).split("x").map(Number);
+      if (cols > 0 && rows > 0) term.resize(cols, rows);
+    }
   }
+  me.done = true;
 }
 
 function route() {
   clearInterval(listTimer);
   const h = decodeURIComponent(location.hash.slice(1));
+  if (!h.startsWith("recordings/")) stopPlayer();
   if (h.startsWith("session/")) { openSession(h.slice(8)); return; }
   if (h.startsWith("recordings/")) { play(h.slice(11)); return; }
   if (h === "recordings") { openRecordings(); return; }
