@@ -49,7 +49,7 @@ async function refreshList() {
     tr.dataset.session = s.session_id;
     const c = running[s.session_id];
     tr.append(el("td", "", s.name || s.session_id), el("td", "state-" + s.state, s.state),
-      el("td", "", c ? c.command : ""), el("td", c && c.input ? "waiting" : "", c && c.input ? c.input.kind + ": " + c.input.prompt : ""),
+      el("td", "", c ? c.command : ""), el("td", c && c.input ? "waiting" : "", c && c.input ? c.input.kind + (c.input.prompt ? ": " + c.input.prompt : "") : ""),
       el("td", "", s.working_dir), el("td", "", age(s.created_at)));
     tr.addEventListener("click", () => { location.hash = "session/" + encodeURIComponent(s.session_id); });
     body.append(tr);
