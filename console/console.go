@@ -114,6 +114,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/console/api/login-url":
 		c.loginURL(w, r)
 		return
+	case p == "/console/favicon.svg" || p == "/favicon.ico":
+		serveIcon(w, r) // before the login: a browser asks for it on every page
+		return
 	}
 	if !c.auth.check(r) {
 		if strings.HasPrefix(p, "/console/api/") || p == "/console/ws" {
@@ -216,67 +219,16 @@ func (c *Console) sessions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sessionsPage{Sessions: list, Commands: cmds, Write: c.opts.Write})
+	writeJSON(w, http.StatusOK, sessionsPage{Sessions: list, Commands: cmds, Write: c.opts.Write, Approve: c.opts.Approve && c.approvers.person(r)})
 }
 
-// sessionsPage is /console/api/sessions' answer.
+// sessionsPage is /console/api/sessions' answer. Approve says whether
+// this viewer may decide the commands awaiting approval.
 type sessionsPage struct {
 	Sessions protocol.SessionListResult `json:"sessions"`
 	Commands protocol.ExecList          `json:"commands"`
 	Write    bool                       `json:"write"`
-}
-
-// transcriptLimit bounds each stream of each command in a transcript.
-const transcriptLimit = 64 << 10
-
-// transcriptEntry is one command of a transcript: its summary and its
-// output (each stream cut to transcriptLimit, rendered as text).
-type transcriptEntry struct {
-	protocol.ExecSummary
-	Stdout string `json:"stdout"`
-	Stderr string `json:"stderr"`
-}
-
-// transcript is /console/api/commands' answer.
-type transcript struct {
-	SessionID string            `json:"session_id"`
-	Commands  []transcriptEntry `json:"commands"`
-}
-
-// commands is a session's transcript: each command kept, with its exit
-// code, duration and output.
-func (c *Console) commands(w http.ResponseWriter, r *http.Request) {
-	sid := r.URL.Query().Get("session")
-	if sid == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "session is required"})
-		return
-	}
-	ctx := caller(r)
-	list, err := c.opts.API.ExecList(ctx, protocol.ExecListParams{SessionID: sid})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := transcript{SessionID: sid, Commands: make([]transcriptEntry, 0, len(list.Commands))}
-	for _, cmd := range list.Commands {
-		e := transcriptEntry{ExecSummary: cmd}
-		for _, stream := range []string{"stdout", "stderr"} {
-			page, err := c.opts.API.ExecRead(ctx, protocol.ExecReadParams{ExecID: cmd.ExecID, Stream: stream, Limit: transcriptLimit, Render: "text"})
-			if err != nil {
-				// A command that left the retained ones since the list:
-				// its output is gone, its summary stays.
-				c.opts.Logger.Debug().Err(err).Str("exec_id", cmd.ExecID).Msg("console: transcript output")
-				continue
-			}
-			if stream == "stdout" {
-				e.Stdout = page.Data
-			} else {
-				e.Stderr = page.Data
-			}
-		}
-		out.Commands = append(out.Commands, e)
-	}
-	writeJSON(w, http.StatusOK, out)
+	Approve  bool                       `json:"approve"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -343,6 +343,7 @@ func TestRecording(t *testing.T) {
 	assert.EqualValues(t, 80, hdr["width"])
 	assert.EqualValues(t, 24, hdr["height"])
 	var out, in strings.Builder
+	var marks []string
 	last := -1.0
 	for sc.Scan() {
 		var ev []any
@@ -356,6 +357,8 @@ func TestRecording(t *testing.T) {
 			out.WriteString(ev[2].(string))
 		case "i":
 			in.WriteString(ev[2].(string))
+		case "m":
+			marks = append(marks, ev[2].(string))
 		default:
 			t.Errorf("unexpected event code %v", ev[1])
 		}
@@ -364,6 +367,7 @@ func TestRecording(t *testing.T) {
 	assert.Contains(t, out.String(), "got-visible")
 	assert.Equal(t, "visible\r***", in.String(), "input events, the secret masked")
 	assert.NotContains(t, out.String()+in.String(), "pw")
+	assert.Equal(t, []string{"$ read a; read b; echo got-$a", "exit 0", "$ echo recorded-line; exit 3", "exit 3"}, marks, "markers at the command boundaries")
 
 	b, err := os.ReadFile(filepath.Join(dir, sid+".commands.jsonl"))
 	require.NoError(t, err)

@@ -2,15 +2,19 @@ package console
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -91,9 +95,12 @@ func (r *Recorder) scan(ctx context.Context) {
 	}
 	for id, rec := range r.recs {
 		rec.transcript(ctx, r.api)
-		if _, err := r.sessions.Session(id); errors.Is(err, session.ErrNotFound) {
+		s, err := r.sessions.Session(id)
+		if errors.Is(err, session.ErrNotFound) {
 			rec.close()
 			delete(r.recs, id)
+		} else if err == nil {
+			rec.resized(s)
 		}
 	}
 }
@@ -119,6 +126,8 @@ type recording struct {
 	cmds    *os.File
 	written map[string]bool
 	unsub   func()
+
+	rows, cols int // the size last recorded; only the recorder's scan uses them
 }
 
 type castHeader struct {
@@ -144,22 +153,31 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 		return nil, err
 	}
 	rows, cols := s.Screen().Size()
-	rec := &recording{start: time.Now(), cast: cast, buf: bufio.NewWriterSize(cast, 32<<10), limit: r.limit, cmds: cmds, written: map[string]bool{}}
+	rec := &recording{start: time.Now(), rows: rows, cols: cols, cast: cast, buf: bufio.NewWriterSize(cast, 32<<10), limit: r.limit, cmds: cmds, written: map[string]bool{}}
 	hdr, _ := json.Marshal(castHeader{Version: 2, Width: cols, Height: rows, Timestamp: rec.start.Unix(),
-		Title: "trl session " + in.Name, Env: map[string]string{"SHELL": in.Shell, "TERM": "xterm-256color"}})
+		Title: castTitlePrefix + cmp.Or(in.Name, in.SessionID), Env: map[string]string{"SHELL": in.Shell, "TERM": "xterm-256color"}})
 	rec.line(hdr)
 	// What the session showed before the recorder found it (it looks
 	// every poll interval) starts the recording as a painted screen.
-	rec.unsub = s.Subscribe(func(st session.Stream, p []byte) {
-		if st == session.Input {
-			rec.event("i", p) // typed input; secrets arrive masked
-			return
+	s.HoldOutput(func() {
+		rec.unsub = s.Subscribe(func(st session.Stream, p []byte) {
+			switch st {
+			case session.Input:
+				rec.event("i", p) // typed input; secrets arrive masked
+			case session.CommandStart: // markers: asciinema can jump to them
+				rec.event("m", append([]byte("$ "), p...))
+			case session.CommandEnd:
+				rec.event("m", append([]byte("exit "), p...))
+			case session.ScreenReset: // the screen changed without a byte
+				rec.event("o", paint(s.Screen()))
+			default:
+				rec.event("o", onlcr(nil, p)) // what a terminal with ONLCR gets
+			}
+		})
+		if in.CommandsRun > 0 {
+			rec.event("o", paint(s.Screen()))
 		}
-		rec.event("o", p)
 	})
-	if in.CommandsRun > 0 {
-		rec.event("o", paint(s.Screen()))
-	}
 	return rec, nil
 }
 
@@ -201,20 +219,45 @@ func recorderCtx(ctx context.Context) context.Context {
 	return protocol.WithCaller(ctx, protocol.Caller{Transport: "recorder", Actor: "recorder"})
 }
 
-// transcript appends the commands that ended since the last look.
+
+// resized records a change of the session's size (session.resize, which
+// writes no byte): an "r" event with the new size, then the screen
+// painted afresh, as the bytes before were laid out for the old size.
+func (rec *recording) resized(s *session.Session) {
+	rows, cols := s.Screen().Size()
+	if rows == rec.rows && cols == rec.cols {
+		return
+	}
+	rec.rows, rec.cols = rows, cols
+	s.HoldOutput(func() {
+		rec.event("r", []byte(strconv.Itoa(cols)+"x"+strconv.Itoa(rows)))
+		rec.event("o", paint(s.Screen()))
+	})
+}
+
+// transcript appends the commands that ended since the last look. The
+// method table is asked with no lock held: exec.list looks at the
+// terminal (is a command waiting for input) under the session's output
+// lock, which the session holds while it hands output to rec.event.
 func (rec *recording) transcript(ctx context.Context, api protocol.API) {
 	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	if rec.buf != nil {
 		_ = rec.buf.Flush()
 	}
-	if rec.cmds == nil {
+	closed := rec.cmds == nil
+	rec.mu.Unlock()
+	if closed {
 		return
 	}
 	id := rec.cast.Name()
 	id = filepath.Base(id[:len(id)-len(".cast")])
 	list, err := api.ExecList(recorderCtx(ctx), protocol.ExecListParams{SessionID: id})
 	if err != nil {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.cmds == nil {
 		return
 	}
 	for _, c := range list.Commands {
@@ -244,9 +287,26 @@ func (rec *recording) close() {
 
 var castName = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.cast$`)
 
-// recordings lists the recordings the console can replay.
+// castTitlePrefix starts a recording's title; the session's name (its id
+// when it has none) follows.
+const castTitlePrefix = "trl session "
+
+// recordingInfo is one recording in the console's list.
+type recordingInfo struct {
+	File      string `json:"name"` // the file, as /console/api/recordings/<name> serves it
+	SessionID string `json:"session_id"`
+	// SessionName is the session's name; empty when it had none.
+	SessionName string `json:"session_name,omitempty"`
+	// Started is when the recording began (the header's timestamp).
+	Started  string `json:"started,omitempty"`
+	Bytes    int64  `json:"bytes"`
+	Modified string `json:"modified"`
+}
+
+// recordings lists the recordings the console can replay, newest first,
+// each with its session's name and start time read from its header.
 func (c *Console) recordings(w http.ResponseWriter, _ *http.Request) {
-	out := []map[string]any{}
+	out := []recordingInfo{}
 	if c.opts.RecordDir != "" {
 		entries, _ := os.ReadDir(c.opts.RecordDir)
 		for _, e := range entries {
@@ -257,11 +317,38 @@ func (c *Console) recordings(w http.ResponseWriter, _ *http.Request) {
 			if err != nil {
 				continue
 			}
-			out = append(out, map[string]any{"name": e.Name(), "bytes": info.Size(), "modified": info.ModTime().UTC().Format(time.RFC3339)})
+			r := recordingInfo{File: e.Name(), SessionID: strings.TrimSuffix(e.Name(), ".cast"), Bytes: info.Size(),
+				Modified: info.ModTime().UTC().Format(time.RFC3339)}
+			if hdr, ok := readCastHeader(filepath.Join(c.opts.RecordDir, e.Name())); ok {
+				if name, found := strings.CutPrefix(hdr.Title, castTitlePrefix); found && name != r.SessionID {
+					r.SessionName = name
+				}
+				if hdr.Timestamp > 0 {
+					r.Started = time.Unix(hdr.Timestamp, 0).UTC().Format(time.RFC3339)
+				}
+			}
+			out = append(out, r)
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i]["modified"].(string) > out[j]["modified"].(string) })
+		sort.Slice(out, func(i, j int) bool { return out[i].Modified > out[j].Modified })
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"recordings": out})
+	writeJSON(w, http.StatusOK, struct {
+		Recordings []recordingInfo `json:"recordings"`
+	}{out})
+}
+
+// readCastHeader reads a recording's first line (at most 8 KiB).
+func readCastHeader(path string) (castHeader, bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return castHeader{}, false
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(io.LimitReader(f, 8<<10), 8<<10).ReadSlice('\n')
+	if err != nil {
+		return castHeader{}, false
+	}
+	var h castHeader
+	return h, json.Unmarshal(line, &h) == nil
 }
 
 // recording serves one asciicast file for the replay view.

@@ -28,27 +28,75 @@ var defaultViewerLimits = viewerLimits{chunks: 256, bytes: 1 << 20, write: 10 * 
 // maxInputFrame bounds one frame of typed input.
 const maxInputFrame = 64 << 10
 
-// queue is a viewer's bounded queue of terminal bytes. The session's
-// output path pushes (never blocking); the viewer's writer pops.
+// queue is a viewer's bounded queue of frames: terminal bytes (carriage
+// returns added, see onlcr) and command boundaries. The session's output
+// path pushes (never blocking); the viewer's writer pops.
 type queue struct {
 	mu     sync.Mutex
-	chunks [][]byte
+	frames []frame
 	bytes  int
-	behind bool // chunks were dropped: repaint from the screen
+	behind bool // terminal bytes were dropped: repaint from the screen
 	wake   chan struct{}
 	lim    viewerLimits
 }
 
+// frame is one WebSocket message: terminal bytes, or (text) a control
+// message.
+type frame struct {
+	text bool
+	p    []byte
+}
+
+// maxKeptControls bounds the boundaries a viewer that fell behind keeps.
+const maxKeptControls = 64
+
 func (q *queue) push(p []byte) {
 	q.mu.Lock()
-	if q.behind || len(q.chunks) >= q.lim.chunks || q.bytes+len(p) > q.lim.bytes {
-		q.behind = true
-		q.chunks, q.bytes = nil, 0
+	if q.behind || len(q.frames) >= q.lim.chunks || q.bytes+len(p) > q.lim.bytes {
+		q.fallBehindLocked()
 	} else {
-		q.chunks = append(q.chunks, append([]byte(nil), p...))
-		q.bytes += len(p)
+		c := onlcr(make([]byte, 0, len(p)+len(p)/16), p)
+		q.frames = append(q.frames, frame{p: c})
+		q.bytes += len(c)
 	}
 	q.mu.Unlock()
+	q.signal()
+}
+
+// redraw drops the queued bytes: the viewer is repainted from the
+// screen, which changed without a byte (session.ScreenReset).
+func (q *queue) redraw() {
+	q.mu.Lock()
+	q.fallBehindLocked()
+	q.mu.Unlock()
+	q.signal()
+}
+
+// fallBehindLocked drops the queued bytes (the viewer is repainted from
+// the screen); the command boundaries are kept, as the page's list of
+// commands needs them.
+func (q *queue) fallBehindLocked() {
+	q.behind = true
+	kept := q.frames[:0]
+	for _, f := range q.frames {
+		if f.text && len(kept) < maxKeptControls {
+			kept = append(kept, f)
+		}
+	}
+	q.frames, q.bytes = kept, 0
+}
+
+// pushControl queues a control message (a command boundary).
+func (q *queue) pushControl(p []byte) {
+	q.mu.Lock()
+	if len(q.frames) < q.lim.chunks+maxKeptControls {
+		q.frames = append(q.frames, frame{text: true, p: p})
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -56,23 +104,29 @@ func (q *queue) push(p []byte) {
 }
 
 // pop takes what is queued, and whether the viewer fell behind.
-func (q *queue) pop() (chunks [][]byte, behind bool) {
+func (q *queue) pop() (frames []frame, behind bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	chunks, behind = q.chunks, q.behind
-	q.chunks, q.bytes, q.behind = nil, 0, false
-	return chunks, behind
+	frames, behind = q.frames, q.behind
+	q.frames, q.bytes, q.behind = nil, 0, false
+	return frames, behind
 }
 
 // control is a text frame: the console's JSON control messages.
 type control struct {
 	Type      string `json:"type"`
 	SessionID string `json:"session_id,omitempty"`
+	Name      string `json:"name,omitempty"`
 	Rows      int    `json:"rows,omitempty"`
 	Cols      int    `json:"cols,omitempty"`
 	Write     bool   `json:"write,omitempty"`
 	Data      string `json:"data,omitempty"`
 	Message   string `json:"message,omitempty"`
+	// Command and ExitCode are a command boundary's ("command-start",
+	// "command-end"): the bytes between the two are the command's.
+	Command  string `json:"command,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Duration string `json:"duration,omitempty"`
 }
 
 // serveViewer is one browser watching one session: binary frames carry
@@ -97,19 +151,38 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 
 	q := &queue{wake: make(chan struct{}, 1), lim: c.viewer}
-	unsubscribe := s.Subscribe(func(st session.Stream, p []byte) {
-		if st != session.Input { // the terminal echoes what it shows
-			q.push(p)
-		}
+	var unsubscribe func()
+	var first []byte
+	s.HoldOutput(func() {
+		var started time.Time // observers are called one at a time
+		unsubscribe = s.Subscribe(func(st session.Stream, p []byte) {
+			switch st {
+			case session.Stdout, session.Stderr:
+				q.push(p)
+			case session.CommandStart:
+				started = time.Now()
+				q.pushControl(boundary(st, p, 0))
+			case session.ScreenReset:
+				q.redraw()
+			case session.CommandEnd:
+				var took time.Duration
+				if !started.IsZero() {
+					took = time.Since(started)
+				}
+				q.pushControl(boundary(st, p, took))
+			}
+			// Input is not drawn: the terminal echoes what it shows.
+		})
+		first = paint(s.Screen())
 	})
 	defer unsubscribe()
 
 	rows, cols := s.Screen().Size()
-	hello, _ := json.Marshal(control{Type: "hello", SessionID: s.ID(), Rows: rows, Cols: cols, Write: c.opts.Write})
+	hello, _ := json.Marshal(control{Type: "hello", SessionID: s.ID(), Name: s.Name(), Rows: rows, Cols: cols, Write: c.opts.Write})
 	if err := c.send(ctx, conn, websocket.MessageText, hello); err != nil {
 		return
 	}
-	if err := c.send(ctx, conn, websocket.MessageBinary, paint(s.Screen())); err != nil {
+	if err := c.send(ctx, conn, websocket.MessageBinary, first); err != nil {
 		return
 	}
 
@@ -122,22 +195,48 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 	}()
 	defer wg.Wait()
 
+	// A resize (session.resize) sends no byte: the size is looked at on
+	// every wake and every second.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			conn.Close(websocket.StatusNormalClosure, "")
 			return
 		case <-q.wake:
+		case <-tick.C:
 		}
-		chunks, behind := q.pop()
+		frames, behind := q.pop()
+		if r, c := s.Screen().Size(); r != rows || c != cols {
+			// The page's terminal takes the new size and is repainted:
+			// what it held was laid out for the old one.
+			rows, cols = r, c
+			msg, _ := json.Marshal(control{Type: "resize", Rows: rows, Cols: cols})
+			frames = append(frames, frame{text: true, p: msg})
+			behind = true
+		}
 		if behind {
-			if err := c.send(ctx, conn, websocket.MessageBinary, paint(s.Screen())); err != nil {
-				return
-			}
-			continue
+			// The boundaries kept go first; bytes queued since are in
+			// the screen already, boundaries queued since follow.
+			var repaint []byte
+			s.HoldOutput(func() {
+				more, _ := q.pop()
+				repaint = paint(s.Screen())
+				for _, f := range more {
+					if f.text {
+						frames = append(frames, f)
+					}
+				}
+			})
+			frames = append(frames, frame{p: repaint})
 		}
-		for _, p := range chunks {
-			if err := c.send(ctx, conn, websocket.MessageBinary, p); err != nil {
+		for _, f := range frames {
+			typ := websocket.MessageBinary
+			if f.text {
+				typ = websocket.MessageText
+			}
+			if err := c.send(ctx, conn, typ, f.p); err != nil {
 				return
 			}
 		}
@@ -178,11 +277,37 @@ func (c *Console) readInput(ctx context.Context, conn *websocket.Conn, s *sessio
 	}
 }
 
+// boundary is the control message for a command's start or end.
+func boundary(st session.Stream, p []byte, took time.Duration) []byte {
+	m := control{Type: "command-start", Command: string(p)}
+	if st == session.CommandEnd {
+		code, _ := strconv.Atoi(string(p))
+		m = control{Type: "command-end", ExitCode: &code}
+		if took > 0 {
+			m.Duration = humanDuration(took)
+		}
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
 // paint is the bytes that draw the screen as it is now on a fresh
-// terminal: clear, the lines with their attributes, the cursor.
+// terminal: the main screen (its lines with their attributes, the
+// cursor), and when a program such as vi has the alternate screen on,
+// that screen over it, so that leaving it shows what was there before.
 func paint(scr *screen.Screen) []byte {
 	snap := scr.Snapshot(screen.SnapshotOptions{Format: "ansi"})
 	var b strings.Builder
+	b.WriteString("\x1b[?1049l\x1b[?25h\x1b[r")
+	if snap.AltScreen {
+		paintLines(&b, scr.Snapshot(screen.SnapshotOptions{Format: "ansi", MainScreen: true}))
+		b.WriteString("\x1b[?1049h")
+	}
+	paintLines(&b, snap)
+	return []byte(b.String())
+}
+
+func paintLines(b *strings.Builder, snap screen.Snapshot) {
 	b.WriteString("\x1b[H\x1b[2J\x1b[0m")
 	for i, l := range snap.Lines {
 		if i > 0 {
@@ -195,5 +320,4 @@ func paint(scr *screen.Screen) []byte {
 	if !snap.Cursor.Visible {
 		b.WriteString("\x1b[?25l")
 	}
-	return []byte(b.String())
 }

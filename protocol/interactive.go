@@ -163,6 +163,10 @@ type ExecSummary struct {
 	StdoutBytes int64      `json:"stdout_bytes"`
 	StderrBytes int64      `json:"stderr_bytes"`
 	ExitCode    *int       `json:"exit_code"`
+	// DurationMS is how long it ran (so far, while it runs); Cwd is the
+	// shell's working directory after it ended, as exec.run reports it.
+	DurationMS int64  `json:"duration_ms"`
+	Cwd        string `json:"cwd,omitempty"`
 	// Approval is the approval the command awaits or had (SPEC §16).
 	Approval *Approval `json:"approval,omitempty"`
 }

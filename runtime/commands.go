@@ -68,8 +68,10 @@ func (rt *Runtime) summary(j *exec.Job) protocol.ExecSummary {
 		sum.State = protocol.StateExited
 		code := x.ExitCode
 		sum.ExitCode = &code
+		sum.DurationMS, sum.Cwd = x.Duration.Milliseconds(), x.Cwd
 		return sum
 	}
+	sum.DurationMS = time.Since(j.Started()).Milliseconds()
 	if j.Awaiting() {
 		sum.State = protocol.StateAwaitingApproval
 		return sum

@@ -55,6 +55,11 @@ type Snapshot struct {
 type SnapshotOptions struct {
 	ScrollbackLines int
 	Format          string
+	// MainScreen asks for the main screen (its rows, and the cursor it
+	// had when the alternate screen went on) even while the alternate
+	// screen is on: what a viewer joining during vi must hold underneath
+	// it, so that quitting vi shows what was there before.
+	MainScreen bool
 }
 
 // Screen is a terminal emulator. Its methods are safe for concurrent use.
@@ -313,14 +318,17 @@ func (s *Screen) AltScreen() bool {
 // alternate one on (a TUI killed before it could restore the terminal),
 // restoring the cursor it saved, as xterm does for mode 1049, and resets
 // the modes such a program may leave behind (scroll region, hidden
-// cursor, insert mode, line-drawing charset, colours).
-func (s *Screen) LeaveAltScreen() {
+// cursor, insert mode, line-drawing charset, colours). It reports
+// whether the alternate screen was on: a copy of the terminal elsewhere
+// (a browser's) is still on it and must be redrawn.
+func (s *Screen) LeaveAltScreen() (left bool) {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	if s.st == nil && s.idle() {
-		return // nothing was ever written: nothing to build
+		return false // nothing was ever written: nothing to build
 	}
 	st := s.parse()
+	left = st.alt
 	if st.alt {
 		st.setAlt(false, true)
 		st.cur = st.saved1049
@@ -328,6 +336,7 @@ func (s *Screen) LeaveAltScreen() {
 		st.cur.y = min(st.cur.y, st.rows-1)
 	}
 	st.resetModes()
+	return left
 }
 
 // parser returns a parser with small buffers: the library's default keeps

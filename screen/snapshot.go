@@ -19,8 +19,15 @@ func (st *state) snapshot(o SnapshotOptions) Snapshot {
 		// character goes to the next row.
 		snap.Cursor.Col = st.cols
 	}
+	g := st.g()
+	if o.MainScreen && st.alt {
+		g = &st.main
+		c := st.saved[0]
+		snap.AltScreen = false
+		snap.Cursor = Cursor{Row: min(c.y, st.rows-1), Col: min(c.x, st.cols-1), Visible: true}
+	}
 	nh := 0
-	if !st.alt && o.ScrollbackLines > 0 {
+	if !snap.AltScreen && o.ScrollbackLines > 0 {
 		nh = min(o.ScrollbackLines, st.hist.len())
 	}
 	snap.Lines = make([]string, 0, nh+st.rows)
@@ -28,8 +35,8 @@ func (st *state) snapshot(o SnapshotOptions) Snapshot {
 	for i := st.hist.len() - nh; i < st.hist.len(); i++ {
 		snap.Lines = append(snap.Lines, renderLine(&sb, st.hist.at(i), ansiFmt))
 	}
-	for i := range st.g().lines {
-		snap.Lines = append(snap.Lines, renderLine(&sb, &st.g().lines[i], ansiFmt))
+	for i := range g.lines {
+		snap.Lines = append(snap.Lines, renderLine(&sb, &g.lines[i], ansiFmt))
 	}
 	return snap
 }

@@ -95,6 +95,12 @@ func (s Stream) String() string {
 		return "stderr"
 	case Input:
 		return "input"
+	case CommandStart:
+		return "command-start"
+	case CommandEnd:
+		return "command-end"
+	case ScreenReset:
+		return "screen-reset"
 	}
 	return "stdout"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -194,6 +195,9 @@ func (s *Session) complete(seq int64, st Status) {
 	s.drain(s.ptmRaw, Stdout)
 	s.drain(s.errRaw, Stderr)
 	s.flushHeld() // the command is over: nothing more of a secret comes
+	if j.announced {
+		s.announce(CommandEnd, strconv.AppendInt(nil, int64(st.ExitCode), 10))
+	}
 	s.job = nil
 	s.ioMu.Unlock()
 	st.OOMKilled = oomKills > j.oomBase && j.oomBase >= 0 && oomKills >= 0

@@ -139,6 +139,7 @@ type Line struct {
 	// are guarded by Session.mu.
 	started   bool
 	startedAt time.Time
+	announced bool // observers were told of its start (not settle's lines)
 	// oomBase is the group's OOM kill count when the job started (memory
 	// limited sessions only).
 	oomBase    int64
@@ -209,7 +210,7 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	// A TUI killed before it restored the terminal leaves the alternate
 	// screen on in the model; the next command's output goes to the main
 	// screen.
-	s.scr.LeaveAltScreen()
+	redraw := s.scr.LeaveAltScreen()
 	s.seq++
 	j := &Line{s: s, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
 	if s.limits.MemoryMB > 0 {
@@ -239,6 +240,11 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	s.ioMu.Lock()
 	s.flushHeld() // what came between commands is not this command's
 	s.job = j
+	j.announced = true
+	if redraw {
+		s.announce(ScreenReset, nil)
+	}
+	s.announce(CommandStart, []byte(c.Text))
 	s.ioMu.Unlock()
 	s.state = StateBusy
 	s.commands++

@@ -28,7 +28,7 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.requests.Done()
-	if s.opts.Console != nil && (r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/")) {
+	if s.opts.Console != nil && (r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/") || r.URL.Path == "/favicon.ico") {
 		if s.loopback && !isLoopbackHost(r.Host) {
 			writeEnvelope(rw, http.StatusForbidden, protocol.CodeAuthFailed,
 				"this daemon listens on loopback and answers only requests addressed to localhost, 127.0.0.1 or [::1]")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,8 +54,7 @@ var loginURLRE = regexp.MustCompile(`"url":"(http://[^"]+/console/login\?token=[
 
 // TestConsoleInABrowser logs into the console in a real headless Chromium
 // with the one-time URL, sees the session list, and opens a session whose
-// live terminal shows a command's output and vi's screen. Screenshots go
-// to TRL_CONSOLE_SHOTS when set (the README's come from there).
+// live terminal shows a command's output and vi's screen.
 func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel() // its own daemon and browser
 	bin := chromium(t)
@@ -74,6 +74,10 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	// The serve log carries a login URL too.
 	require.Regexp(t, loginURLRE, d.stderr.String())
+	// The browser's own icon request is answered without a login.
+	icon := d.request(t, context.Background(), http.MethodGet, "/favicon.ico", "", nil)
+	icon.Body.Close()
+	assert.Equal(t, http.StatusNoContent, icon.StatusCode)
 
 	dom := browse(t, bin, login(""), "")
 	assert.True(t, strings.Contains(dom, `data-session="`+sid+`"`), "the session list shows the session")
@@ -106,10 +110,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	assert.False(t, strings.Contains(dom, "agent-1"))
 	assert.True(t, strings.Contains(dom, "already used"), "a replayed login URL is refused")
 
-	shots := os.Getenv("TRL_CONSOLE_SHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
+	// The documentation's screenshots come from console's
+	// TestConsoleScreenshots; these only show the page draws.
+	shots := t.TempDir()
 	browse(t, bin, login(""), filepath.Join(shots, "console-sessions.png"))
 	browse(t, bin, login("&next=%23session/"+sid), filepath.Join(shots, "console-terminal.png"))
 	if _, err := exec.LookPath("vi"); err == nil {
