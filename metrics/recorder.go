@@ -28,6 +28,10 @@ type Recorder interface {
 	// ConsoleViewers moves the gauge of web console viewers by delta
 	// (+1 when one connects, -1 when it leaves).
 	ConsoleViewers(delta int)
+	// FileOp counts one file operation (fs.read, fs.write, ..., or
+	// http.get and http.put for /files) with its code ("OK" or a SPEC §3
+	// error code) and the bytes it read or wrote.
+	FileOp(op, code string, bytes int64)
 }
 
 // Outcome is how a command ended.
@@ -109,3 +113,4 @@ func (Nop) Request(string, string, string)                           {}
 func (Nop) ConnOpened(string)                                        {}
 func (Nop) ConnClosed(string)                                        {}
 func (Nop) ConsoleViewers(int)                                       {}
+func (Nop) FileOp(string, string, int64)                             {}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/files"
 	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/session"
 )
@@ -28,6 +29,8 @@ type Options struct {
 	// TransportLimits are the transports' limits (message size, requests
 	// in flight), reported by system.stats next to the runtime's own.
 	TransportLimits map[string]int64
+	// Files is the file tree fs.* works on (--fs-root); nil: all of it.
+	Files *files.FS
 }
 
 // Runtime is the method table.
@@ -94,13 +97,21 @@ var methods = map[string]handlerFunc{
 	protocol.MethodSessionOutput:  (*Runtime).sessionOutput,
 	protocol.MethodSystemPing:     (*Runtime).systemPing,
 	protocol.MethodSystemStats:    (*Runtime).systemStats,
+	protocol.MethodFSRead:         fsMethod((*Runtime).FSRead),
+	protocol.MethodFSWrite:        fsChange((*Runtime).FSWrite),
+	protocol.MethodFSEdit:         fsChange((*Runtime).FSEdit),
+	protocol.MethodFSList:         fsMethod((*Runtime).FSList),
+	protocol.MethodFSStat:         fsMethod((*Runtime).FSStat),
+	protocol.MethodFSMkdir:        fsChange((*Runtime).FSMkdir),
+	protocol.MethodFSRemove:       fsChange((*Runtime).FSRemove),
+	protocol.MethodFSMove:         fsChange((*Runtime).FSMove),
 }
 
 // Handle implements protocol.Handler.
 func (rt *Runtime) Handle(ctx context.Context, call *protocol.Call) (*protocol.Reply, error) {
 	h, ok := methods[call.Method]
 	if !ok {
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q; methods are session.create, session.list, session.info, session.destroy, session.screen, session.resize, session.output, exec.run, exec.stream, exec.read, exec.attach, exec.cancel, exec.input, exec.wait, exec.list, system.ping, system.stats", clip(call.Method, 64))
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q; methods are session.create, session.list, session.info, session.destroy, session.screen, session.resize, session.output, exec.run, exec.stream, exec.read, exec.attach, exec.cancel, exec.input, exec.wait, exec.list, fs.read, fs.write, fs.edit, fs.list, fs.stat, fs.mkdir, fs.remove, fs.move, system.ping, system.stats", clip(call.Method, 64))
 	}
 	rt.mu.Lock()
 	if rt.closing {

@@ -28,6 +28,7 @@ type limits struct {
 	maxStreams      int
 	auditLog        string
 	isolate         isolateFlags
+	fsRoots         fsRoots
 }
 
 func (l *limits) register(fs *flag.FlagSet) {
@@ -40,6 +41,7 @@ func (l *limits) register(fs *flag.FlagSet) {
 	fs.IntVar(&l.maxStreams, "max-streams", 256, "most finished streams kept")
 	fs.StringVar(&l.auditLog, "audit-log", "", "also append the audit trail (one JSON line per command) to this file")
 	l.isolate.register(fs)
+	l.fsRoots.register(fs)
 }
 
 // runtime builds the method table these limits describe.
@@ -48,7 +50,12 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	fsys, err := l.fsRoots.open()
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := runtime.Options{
+		Files:    fsys,
 		Sessions: session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso},
 		Streams:  exec.StreamOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
 		Logger:   log,
