@@ -157,7 +157,11 @@ func (rt *Runtime) FSWrite(_ context.Context, actor string, p protocol.FSWritePa
 // copied to a temporary file, never held whole.
 func (rt *Runtime) PutFile(_ context.Context, actor, sessionRef, path string, r io.Reader, mode string, createDirs bool) (res protocol.FSWriteResult, err error) {
 	defer func() { recordFile("http.put", err, res.Size) }()
-	return rt.writeFile(actor, "http.put", sessionRef, path, r, mode, false, createDirs, "")
+	res, err = rt.writeFile(actor, "http.put", sessionRef, path, r, mode, false, createDirs, "")
+	if err != nil {
+		return res, wireError(err) // the transport sees wire errors only
+	}
+	return res, nil
 }
 
 func (rt *Runtime) writeFile(actor, op, ref, path string, r io.Reader, mode string, appendTo, createDirs bool, ifSHA string) (protocol.FSWriteResult, error) {

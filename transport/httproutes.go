@@ -99,6 +99,10 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.opts.Metrics.ServeHTTP(w, r)
 		return
 	}
+	if s.opts.Files != nil && r.URL.Path == "/files" {
+		s.serveFiles(w, r)
+		return
+	}
 	var serve func(*stallWriter, *http.Request, []byte)
 	switch {
 	case r.URL.Path == "/rpc":

@@ -31,6 +31,8 @@ type httpFlags struct {
 	record                string
 	// sessions gives the console the sessions' terminals.
 	sessions console.Sessions
+	// files serves GET and PUT /files.
+	files transport.FileStore
 }
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
@@ -83,6 +85,7 @@ func (f *httpFlags) listen(log zerolog.Logger, h protocol.Handler, maxBody int) 
 		Logger:            log,
 		Probes:            f.probes,
 		Metrics:           f.metrics,
+		Files:             f.files,
 	})
 	if err != nil {
 		gw.Close()

@@ -114,6 +114,7 @@ func serve(args []string) int {
 	defer obs.close()
 	hf.probes, hf.metrics = obs.probes, obs.prom.Handler()
 	hf.sessions = rt
+	hf.files = rt
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
