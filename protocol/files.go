@@ -26,13 +26,13 @@ const (
 // FSReadParams are fs.read's parameters. LineOffset (1-based) or
 // LineLimit read whole text lines instead of bytes from Offset.
 type FSReadParams struct {
-	SessionID  string `json:"session_id"`
+	SessionID  string `json:"session_id,omitempty"`
 	Path       string `json:"path"`
-	Offset     int64  `json:"offset"`
-	Length     int64  `json:"length"`
-	Encoding   string `json:"encoding"`
-	LineOffset int    `json:"line_offset"`
-	LineLimit  int    `json:"line_limit"`
+	Offset     int64  `json:"offset,omitempty"`
+	Length     int64  `json:"length,omitempty"`
+	Encoding   string `json:"encoding,omitempty"`
+	LineOffset int    `json:"line_offset,omitempty"`
+	LineLimit  int    `json:"line_limit,omitempty"`
 }
 
 // FSReadResult is one chunk of a file: Length is this chunk's real length
@@ -56,14 +56,14 @@ type FSReadResult struct {
 // FSWriteParams are fs.write's parameters. Mode is octal text ("0644");
 // absent keeps an existing file's mode. CreateDirs defaults to true.
 type FSWriteParams struct {
-	SessionID  string  `json:"session_id"`
+	SessionID  string  `json:"session_id,omitempty"`
 	Path       string  `json:"path"`
 	Data       *string `json:"data"`
-	Encoding   string  `json:"encoding"`
-	Mode       string  `json:"mode"`
-	Append     bool    `json:"append"`
-	CreateDirs *bool   `json:"create_dirs"`
-	IfSHA256   string  `json:"if_sha256"`
+	Encoding   string  `json:"encoding,omitempty"`
+	Mode       string  `json:"mode,omitempty"`
+	Append     bool    `json:"append,omitempty"`
+	CreateDirs *bool   `json:"create_dirs,omitempty"`
+	IfSHA256   string  `json:"if_sha256,omitempty"`
 }
 
 // FSWriteResult is what a write left: the file's size and the SHA-256 of
@@ -76,7 +76,7 @@ type FSWriteResult struct {
 
 // FSEditParams are fs.edit's parameters.
 type FSEditParams struct {
-	SessionID  string  `json:"session_id"`
+	SessionID  string  `json:"session_id,omitempty"`
 	Path       string  `json:"path"`
 	Old        *string `json:"old"`
 	New        *string `json:"new"`
@@ -104,12 +104,12 @@ type FSEditResult struct {
 // current directory, Depth to 1 (at most 8), Limit to 1000, Hidden to
 // true.
 type FSListParams struct {
-	SessionID string `json:"session_id"`
+	SessionID string `json:"session_id,omitempty"`
 	Path      string `json:"path"`
-	Depth     int    `json:"depth"`
-	Limit     int    `json:"limit"`
-	Offset    int    `json:"offset"`
-	Hidden    *bool  `json:"hidden"`
+	Depth     int    `json:"depth,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	Offset    int    `json:"offset,omitempty"`
+	Hidden    *bool  `json:"hidden,omitempty"`
 }
 
 // FSEntry describes one file as lstat sees it: Type is file, dir,
@@ -134,27 +134,27 @@ type FSListResult struct {
 
 // FSPathParams name one file (fs.stat).
 type FSPathParams struct {
-	SessionID string `json:"session_id"`
+	SessionID string `json:"session_id,omitempty"`
 	Path      string `json:"path"`
 }
 
 // FSMkdirParams are fs.mkdir's parameters.
 type FSMkdirParams struct {
-	SessionID string `json:"session_id"`
+	SessionID string `json:"session_id,omitempty"`
 	Path      string `json:"path"`
 	Parents   bool   `json:"parents"`
 }
 
 // FSRemoveParams are fs.remove's parameters.
 type FSRemoveParams struct {
-	SessionID string `json:"session_id"`
+	SessionID string `json:"session_id,omitempty"`
 	Path      string `json:"path"`
 	Recursive bool   `json:"recursive"`
 }
 
 // FSMoveParams are fs.move's parameters.
 type FSMoveParams struct {
-	SessionID string `json:"session_id"`
+	SessionID string `json:"session_id,omitempty"`
 	From      string `json:"from"`
 	To        string `json:"to"`
 	Overwrite bool   `json:"overwrite"`
