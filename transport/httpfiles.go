@@ -81,6 +81,12 @@ func (s *HTTPServer) serveFiles(w *stallWriter, r *http.Request) {
 	}
 	body := &progressReader{r: r.Body, rc: http.NewResponseController(w.ResponseWriter), stall: s.opts.ReadBodyTimeout}
 	res, err := files.PutFile(r.Context(), actor(r), q.Get("session"), p, body, q.Get("mode"), createDirs)
+	if err != nil {
+		// Read the rest of the body before answering: a client still
+		// sending (Python's http.client does not wait for 100 Continue)
+		// would otherwise meet a reset and lose the answer.
+		_, _ = io.Copy(io.Discard, body)
+	}
 	_ = body.rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		fileError(w, err)
