@@ -108,7 +108,7 @@ func (rt *Runtime) FSRead(_ context.Context, p protocol.FSReadParams) (res proto
 	if enc == protocol.EncodingBase64 {
 		res.Data = base64.StdEncoding.EncodeToString(data)
 	} else {
-		res.Data = string(data)
+		res.Data = bytesView(data) // data is this answer's alone
 	}
 	return res, nil
 }

@@ -132,6 +132,43 @@ func (c *countingResponse) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// sendPiece bounds what one ReadFrom sends between stall deadlines.
+const sendPiece = 8 << 20
+
+// ReadFrom lets http.ServeContent's copy reach net/http's own ReadFrom,
+// which sends a file with sendfile(2) instead of through a buffer, in
+// pieces with the stall deadline moved before each. The file is kept one
+// io.LimitedReader deep: sendfile looks through one, not two.
+func (c *countingResponse) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := c.stallWriter.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{c}, src)
+	}
+	remain := int64(-1)
+	if lr, ok := src.(*io.LimitedReader); ok {
+		src, remain = lr.R, lr.N
+	}
+	var total int64
+	for remain != 0 {
+		piece := int64(sendPiece)
+		if remain > 0 {
+			piece = min(piece, remain)
+		}
+		c.stallWriter.started = true
+		c.stallWriter.arm()
+		n, err := rf.ReadFrom(&io.LimitedReader{R: src, N: piece})
+		total += n
+		c.n += n
+		if remain > 0 {
+			remain -= n
+		}
+		if err != nil || n < piece {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
 // progressReader moves the connection's read deadline before each read,
 // so an upload may take as long as it needs while it makes progress.
 type progressReader struct {

@@ -45,6 +45,7 @@ func TestBenchQuick(t *testing.T) {
 		Parallel    map[string]any   `json:"parallel"`
 		Cancel      map[string]any   `json:"cancel"`
 		Interactive map[string]any   `json:"interactive"`
+		Files       map[string]any   `json:"files"`
 		Goals       []map[string]any `json:"goals"`
 	}
 	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
@@ -64,7 +65,8 @@ func TestBenchQuick(t *testing.T) {
 	assert.True(t, l.HTTP.Skipped != "" || len(l.HTTP.ExecRun) > 0, "http: neither measured nor skipped")
 
 	for name, sec := range map[string]map[string]any{"stream": rep.Stream, "large_run": rep.LargeRun,
-		"sessions": rep.Sessions, "parallel": rep.Parallel, "cancel": rep.Cancel, "interactive": rep.Interactive} {
+		"sessions": rep.Sessions, "parallel": rep.Parallel, "cancel": rep.Cancel, "interactive": rep.Interactive,
+		"files": rep.Files} {
 		require.NotNil(t, sec, name)
 		assert.Nil(t, sec["error"], "%s: %v", name, sec["error"])
 	}
@@ -79,7 +81,10 @@ func TestBenchQuick(t *testing.T) {
 	assert.NotNil(t, rep.Interactive["to_waiting_input"])
 	levels, _ := rep.Parallel["levels"].([]any)
 	assert.Len(t, levels, 5, "1, 2, 4, 8 and 32 clients")
-	assert.Len(t, rep.Goals, 12)
+	assert.NotNil(t, rep.Files["fs_read_64k"])
+	assert.NotNil(t, rep.Files["cat_64k"])
+	assert.True(t, rep.Files["http_skipped"] != nil || rep.Files["http_over_disk"] != nil, "files: GET /files neither measured nor skipped")
+	assert.Len(t, rep.Goals, 15)
 }
 
 type benchPath struct {

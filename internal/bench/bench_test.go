@@ -267,6 +267,7 @@ func TestGoals(t *testing.T) {
 		Parallel:    &Parallel{Levels: []Level{{Clients: 8, ExecPerSec: 5000}}},
 		Screen:      &Screen{SnapshotLatency: &Stats{P50US: 250}, AptRatio: 15},
 		Interactive: &Interactive{ToWaiting: &Stats{P95US: 4000}},
+		Files:       &Files{Read64K: &Stats{P50US: 300}, Cat64K: &Stats{P50US: 900}, HTTPOverDisk: 0.4},
 	}
 	got := map[string]*bool{}
 	for _, g := range goals(rep) {
@@ -285,6 +286,9 @@ func TestGoals(t *testing.T) {
 		"session.screen 80×24 p50 ≤ 200 µs":                &miss,
 		"render text of an apt log ≥ 10× smaller":          &met,
 		"waiting_input told p95 ≤ 500 ms after the prompt": &met,
+		"fs.read 64 KiB p50 ≤ 0.5 ms":                      &met,
+		"fs.read 64 KiB faster than exec.run cat":          &met,
+		"GET /files ≥ 0.5× disk read":                      &miss,
 	}
 	assert.Equal(t, want, got)
 

@@ -25,6 +25,8 @@ const (
 	goalScreenP50US     = 200
 	goalWaitingP95US    = 500_000
 	goalRenderRatio     = 10
+	goalFSReadP50US     = 500
+	goalHTTPOverDisk    = 0.5
 )
 
 func goals(rep *Report) []Goal {
@@ -106,6 +108,15 @@ func goals(rep *Report) []Goal {
 		prompt = in.ToWaiting
 	}
 	add("waiting_input told p95 ≤ 500 ms after the prompt", prompt != nil, prompt != nil && prompt.P95US <= goalWaitingP95US, "p95 %s", fmtUS(p95(prompt)))
+	var fsRead, cat *Stats
+	var httpOverDisk float64
+	if f := rep.Files; f != nil {
+		fsRead, cat, httpOverDisk = f.Read64K, f.Cat64K, f.HTTPOverDisk
+	}
+	add("fs.read 64 KiB p50 ≤ 0.5 ms", fsRead != nil, fsRead != nil && fsRead.P50US <= goalFSReadP50US, "%s", fmtUS(p50(fsRead)))
+	add("fs.read 64 KiB faster than exec.run cat", fsRead != nil && cat != nil, fsRead != nil && cat != nil && fsRead.P50US < cat.P50US,
+		"%s vs %s", fmtUS(p50(fsRead)), fmtUS(p50(cat)))
+	add("GET /files ≥ 0.5× disk read", httpOverDisk > 0, httpOverDisk >= goalHTTPOverDisk, "%.2f×", httpOverDisk)
 	return gs
 }
 
