@@ -58,6 +58,10 @@ func (fs *FS) Edit(sc Scope, p, old, new string, all bool) (Edited, error) {
 		case unix.S_IFREG:
 		case unix.S_IFDIR:
 			return errorf(ErrIsDir, l.abs, "%s is a directory", l.abs)
+		case unix.S_IFLNK:
+			target := make([]byte, 4096)
+			n, _ := unix.Readlinkat(dirfd, base, target)
+			return errorf(ErrInvalid, l.abs, "%s is a symlink to %s; edit the file it points to", l.abs, target[:max(n, 0)])
 		default:
 			return errorf(ErrInvalid, l.abs, "%s is not a regular file; fs.edit replaces text in regular files only", l.abs)
 		}

@@ -337,3 +337,25 @@ func TestTreeOperations(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "a"))
 	assert.True(t, errors.Is(err, os.ErrNotExist))
 }
+
+// Symlinks are not edited or compared through: the refusal says which
+// file to name instead, and nothing changes.
+func TestSymlinkRefusals(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	sc := Scope{Dir: dir}
+	w, err := fs.Write(sc, "real", strings.NewReader("text"), WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink("real", filepath.Join(dir, "link")))
+	_, err = fs.Edit(sc, "link", "text", "new", false)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "symlink to real")
+	_, err = fs.Write(sc, "link", strings.NewReader("new"), WriteOptions{IfSHA256: w.SHA256})
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "is a symlink")
+	b, _ := os.ReadFile(filepath.Join(dir, "real"))
+	assert.Equal(t, "text", string(b))
+	st, err := os.Lstat(filepath.Join(dir, "link"))
+	require.NoError(t, err)
+	assert.NotZero(t, st.Mode()&os.ModeSymlink, "the link is still a link")
+}

@@ -185,6 +185,9 @@ func lockCurrent(dirfd int, base, abs, want string) (func(), error) {
 		if err == unix.ENOENT {
 			return nil, errorf(ErrConflict, abs, "%s no longer exists: it changed since it was read; read it again", abs)
 		}
+		if err == unix.ELOOP {
+			return nil, errorf(ErrInvalid, abs, "%s is a symlink; give the path of the file it points to", abs)
+		}
 		if err != nil {
 			return nil, pathError(err, abs)
 		}

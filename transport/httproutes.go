@@ -118,6 +118,9 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if s.opts.Gateway != nil {
 			paths = "POST /rpc, POST /execute, GET /healthz"
 		}
+		if s.opts.Files != nil {
+			paths += ", GET and PUT /files"
+		}
 		writeEnvelope(w, http.StatusNotFound, protocol.CodeInvalidParams,
 			fmt.Sprintf("no such path %q; the paths are %s", clipString(r.URL.Path, 64), paths))
 		return
