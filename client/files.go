@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -120,7 +121,9 @@ func (c *Client) Upload(ctx context.Context, session, local, remote, mode string
 	if h, ok := c.c.(*httpCaller); ok {
 		return h.put(ctx, session, remote, mode, f)
 	}
-	tmp := remote + ".trl-upload"
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := remote + ".trl-upload-" + hex.EncodeToString(rnd[:]) // two uploads never share one
 	sum := sha256.New()
 	buf := make([]byte, chunk)
 	first := true

@@ -108,7 +108,8 @@ def pieces(local: str) -> Iterator[Tuple[bool, str]]:
 
 
 def upload_name(remote: str) -> str:
-    return remote + ".trl-upload"
+    """The temporary name an upload over the socket writes to: two uploads never share one."""
+    return remote + ".trl-upload-" + os.urandom(6).hex()
 
 
 def sha256_of(local: str) -> str:
