@@ -1,7 +1,9 @@
 package protocol_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,4 +31,25 @@ func TestFSReadResultEncodesAsReflection(t *testing.T) {
 			}
 		}
 	}
+}
+
+func FuzzFSReadResultEncoding(f *testing.F) {
+	f.Add("/tmp/f", "text\n", "0644", 3)
+	f.Add("\xff\xfe\xc3", "\u2028\u2029\x00\x1f", "\"\\", 0)
+	f.Fuzz(func(t *testing.T, path, data, mode string, lines int) {
+		r := protocol.FSReadResult{Path: path, Data: strings.Repeat(data, 9000/(len(data)+1)+1), Mode: mode,
+			Encoding: "utf-8", Lines: lines, LineOffset: lines / 2, Size: int64(len(data)) << 20}
+		m, err := protocol.Result(&protocol.Request{Dialect: protocol.TRL, ID: json.RawMessage(`1`)}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w bytes.Buffer
+		if _, err := m.WriteTo(&w); err != nil {
+			t.Fatal(err)
+		}
+		want := `{"id":1,"ok":true,"data":` + string(reflected(t, r)) + "}\n"
+		if w.String() != want || string(m.Bytes()) != want {
+			t.Fatalf("encoding differs from encoding/json for %q %q %q %d", path, data, mode, lines)
+		}
+	})
 }
