@@ -50,19 +50,34 @@ func asIdentity(id *Identity, f func() error) error {
 	if id == nil {
 		return f()
 	}
-	errc := make(chan error, 1)
+	type outcome struct {
+		err      error
+		panicked any
+	}
+	done := make(chan outcome, 1)
 	go func() {
 		goruntime.LockOSThread()
+		var o outcome
 		restore, err := assume(*id)
+		o.err = err
 		if err == nil {
-			err = f()
+			// A panic in f is handed to the caller, whose goroutine the
+			// transports recover on; the credentials are put back first.
+			func() {
+				defer func() { o.panicked = recover() }()
+				o.err = f()
+			}()
 		}
 		if restore() {
 			goruntime.UnlockOSThread()
 		} // else: the thread ends with this goroutine
-		errc <- err
+		done <- o
 	}()
-	return <-errc
+	o := <-done
+	if o.panicked != nil {
+		panic(o.panicked)
+	}
+	return o.err
 }
 
 // threadCreds are one thread's credentials, as assume found them.

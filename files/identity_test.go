@@ -97,3 +97,19 @@ func BenchmarkHelperProcess(b *testing.B) {
 		}
 	}
 }
+
+// A panic as an identity reaches the caller, and the thread's
+// credentials are put back all the same.
+func TestIdentityPanicReachesCaller(t *testing.T) {
+	needRoot(t)
+	id := &Identity{UID: uidA, GID: uidA}
+	assert.PanicsWithValue(t, "boom", func() { asIdentity(id, func() error { panic("boom") }) })
+	// Every thread is the daemon's again: a root-only file stays readable.
+	p := filepath.Join(t.TempDir(), "root-only")
+	require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
+	fs := newFS(t)
+	for range 50 {
+		_, err := fs.Read(Scope{}, p, ReadOptions{})
+		require.NoError(t, err)
+	}
+}
