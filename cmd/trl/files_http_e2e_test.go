@@ -11,10 +11,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/trl-project/trl/session"
 )
 
 // filesURL is the /files URL of path in the default session.
@@ -158,4 +160,36 @@ func TestHTTPFilesBigAndLean(t *testing.T) {
 	grew := peakRSS(t, pid) - base
 	t.Logf("peak RSS grew %.1f MiB moving 2×256 MiB", float64(grew)/(1<<20))
 	assert.Less(t, grew, int64(48<<20), fmt.Sprintf("peak RSS grew %d bytes", grew))
+}
+
+// TestHTTPFilesIsolated: under --isolate, PUT and GET /files run as the
+// session's uid, like fs.*.
+func TestHTTPFilesIsolated(t *testing.T) {
+	if err := session.CheckIsolationPrivilege(); err != nil {
+		t.Skipf("isolation needs privilege this test run lacks: %v", err)
+	}
+	first := 2007000000 + os.Getpid()%50000*16
+	homes := filepath.Join(os.TempDir(), fmt.Sprintf("trl-e2e-httpfshomes-%d", os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(homes) })
+	d := startHTTPDaemon(t, "--isolate", "--uid-range", fmt.Sprintf("%d-%d", first, first+15), "--isolate-homes", homes)
+	c := dial(t, d.socket)
+	a := data(t, c.call("session.create", map[string]any{}))["session_id"].(string)
+	b := data(t, c.call("session.create", map[string]any{}))["session_id"].(string)
+	resp := d.do(t, http.MethodPut, d.filesURL("private", "session", a, "mode", "0600"), bytes.NewReader([]byte("A's")), bearer())
+	m := bodyJSON(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", m)
+	path := m["data"].(map[string]any)["path"].(string)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, int(st.Sys().(*syscall.Stat_t).Uid), first, "the upload is the session's")
+	require.NoError(t, os.Chmod(filepath.Dir(path), 0o711)) // reachable by path, still mode 600
+	resp = d.do(t, http.MethodGet, d.filesURL(path, "session", b), nil, bearer())
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Equal(t, "PERMISSION_DENIED", errorCode(bodyJSON(t, resp)))
+	resp = d.do(t, http.MethodPut, d.filesURL(path, "session", b), bytes.NewReader([]byte("B's")), bearer())
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	resp = d.do(t, http.MethodGet, d.filesURL(path, "session", a), nil, bearer())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	got, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, "A's", string(got))
 }
