@@ -19,7 +19,7 @@ const (
 )
 
 // Entry describes one file as lstat sees it (a symlink is itself, with
-// its target).
+// its target). A directory's Size is 0.
 type Entry struct {
 	Name   string
 	Path   string // absolute
@@ -138,6 +138,7 @@ func statAt(dirfd int, name, abs string) (Entry, error) {
 	case unix.S_IFDIR:
 		e.Type = "dir"
 		e.Mode |= os.ModeDir
+		e.Size = 0 // what a filesystem says for a directory means nothing to a caller
 	case unix.S_IFLNK:
 		e.Type = "symlink"
 		e.Mode |= os.ModeSymlink
