@@ -183,3 +183,38 @@ func inputWire(l protocol.InputList) []any {
 	}
 	return out
 }
+
+// The file methods as protocol.API declares them (SPEC §15); ReadFile,
+// WriteFile and the others in files.go are the convenient forms.
+
+func (c *Client) FSRead(ctx context.Context, p protocol.FSReadParams) (protocol.FSReadResult, error) {
+	return typed[protocol.FSReadResult](ctx, c, protocol.MethodFSRead, p)
+}
+
+func (c *Client) FSWrite(ctx context.Context, p protocol.FSWriteParams) (protocol.FSWriteResult, error) {
+	return typed[protocol.FSWriteResult](ctx, c, protocol.MethodFSWrite, p)
+}
+
+func (c *Client) FSEdit(ctx context.Context, p protocol.FSEditParams) (protocol.FSEditResult, error) {
+	return typed[protocol.FSEditResult](ctx, c, protocol.MethodFSEdit, p)
+}
+
+func (c *Client) FSList(ctx context.Context, p protocol.FSListParams) (protocol.FSListResult, error) {
+	return typed[protocol.FSListResult](ctx, c, protocol.MethodFSList, p)
+}
+
+func (c *Client) FSStat(ctx context.Context, p protocol.FSPathParams) (protocol.FSEntry, error) {
+	return typed[protocol.FSEntry](ctx, c, protocol.MethodFSStat, p)
+}
+
+func (c *Client) FSMkdir(ctx context.Context, p protocol.FSMkdirParams) (protocol.FSPathResult, error) {
+	return typed[protocol.FSPathResult](ctx, c, protocol.MethodFSMkdir, p)
+}
+
+func (c *Client) FSRemove(ctx context.Context, p protocol.FSRemoveParams) (protocol.FSRemoveResult, error) {
+	return typed[protocol.FSRemoveResult](ctx, c, protocol.MethodFSRemove, p)
+}
+
+func (c *Client) FSMove(ctx context.Context, p protocol.FSMoveParams) (protocol.FSMoveResult, error) {
+	return typed[protocol.FSMoveResult](ctx, c, protocol.MethodFSMove, p)
+}

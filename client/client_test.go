@@ -26,7 +26,7 @@ func daemon(t *testing.T) (socket, httpURL string) {
 	socket = filepath.Join(t.TempDir(), "trl.sock")
 	us, err := transport.ListenUnix(socket, transport.UnixOptions{Logger: zerolog.Nop()})
 	require.NoError(t, err)
-	hs, err := transport.ListenHTTP("127.0.0.1:0", transport.HTTPOptions{Token: token, Logger: zerolog.Nop()})
+	hs, err := transport.ListenHTTP("127.0.0.1:0", transport.HTTPOptions{Token: token, Logger: zerolog.Nop(), Files: rt})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	wg.Add(2)

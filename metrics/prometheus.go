@@ -42,6 +42,8 @@ type Prometheus struct {
 	connsTotal     *prometheus.CounterVec
 	consoleViewers prometheus.Gauge
 	policy         *prometheus.CounterVec
+	fileOps        *prometheus.CounterVec
+	fileBytes      *prometheus.CounterVec
 }
 
 // New returns a Prometheus recorder with every trl metric registered.
@@ -77,6 +79,12 @@ func New(opts Options) *Prometheus {
 		policy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trl_policy_decisions_total", Help: "Decisions on command lines by the policy's action (allow, ask, deny) and outcome (ran, denied, approved, rejected, timed_out, canceled).",
 		}, []string{"action", "outcome"}),
+		fileOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trl_file_operations_total", Help: "File operations (fs.* and /files) by operation and code (OK or the error code).",
+		}, []string{"op", "code"}),
+		fileBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trl_file_bytes_total", Help: "Bytes file operations read or wrote, by operation and code.",
+		}, []string{"op", "code"}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "trl_build_info",
@@ -84,7 +92,7 @@ func New(opts Options) *Prometheus {
 		ConstLabels: prometheus.Labels{"version": opts.Version, "goversion": goruntime.Version()},
 	})
 	build.Set(1)
-	p.reg.MustRegister(p.sessions, p.commands, p.duration, p.outputBytes, p.requests, p.conns, p.connsTotal, p.consoleViewers, p.policy, build)
+	p.reg.MustRegister(p.sessions, p.commands, p.duration, p.outputBytes, p.requests, p.conns, p.connsTotal, p.consoleViewers, p.policy, p.fileOps, p.fileBytes, build)
 	if f := opts.ActiveSessions; f != nil {
 		p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "trl_sessions_active", Help: "Sessions the daemon holds now (idle, busy, or exited and not yet destroyed).",
@@ -134,6 +142,11 @@ func (p *Prometheus) PolicyDecision(action, outcome string) {
 	p.policy.WithLabelValues(action, outcome).Inc()
 }
 
+func (p *Prometheus) FileOp(op, code string, bytes int64) {
+	p.fileOps.WithLabelValues(op, code).Inc()
+	p.fileBytes.WithLabelValues(op, code).Add(float64(bytes))
+}
+
 // methodLabel keeps the method label's values a small fixed set: a
 // client's made-up method names all count as "other".
 func methodLabel(m string) string {
@@ -142,7 +155,7 @@ func methodLabel(m string) string {
 		return "other"
 	}
 	switch ns {
-	case "session", "exec", "system", "console", "mcp":
+	case "session", "exec", "system", "console", "mcp", "fs":
 	default:
 		return "other"
 	}

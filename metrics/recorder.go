@@ -32,6 +32,10 @@ type Recorder interface {
 	// the policy's action (allow, ask, deny) and the outcome (ran,
 	// denied, approved, rejected, timed_out, canceled).
 	PolicyDecision(action, outcome string)
+	// FileOp counts one file operation (fs.read, fs.write, ..., or
+	// http.get and http.put for /files) with its code ("OK" or a SPEC §3
+	// error code) and the bytes it read or wrote.
+	FileOp(op, code string, bytes int64)
 }
 
 // Outcome is how a command ended.
@@ -114,3 +118,4 @@ func (Nop) ConnOpened(string)                                        {}
 func (Nop) ConnClosed(string)                                        {}
 func (Nop) ConsoleViewers(int)                                       {}
 func (Nop) PolicyDecision(string, string)                            {}
+func (Nop) FileOp(string, string, int64)                             {}

@@ -35,6 +35,15 @@ type API interface {
 	ExecList(ctx context.Context, p ExecListParams) (ExecList, error)
 	ExecApprove(ctx context.Context, p ExecApproveParams) (ExecApproveResult, error)
 
+	FSRead(ctx context.Context, p FSReadParams) (FSReadResult, error)
+	FSWrite(ctx context.Context, p FSWriteParams) (FSWriteResult, error)
+	FSEdit(ctx context.Context, p FSEditParams) (FSEditResult, error)
+	FSList(ctx context.Context, p FSListParams) (FSListResult, error)
+	FSStat(ctx context.Context, p FSPathParams) (FSEntry, error)
+	FSMkdir(ctx context.Context, p FSMkdirParams) (FSPathResult, error)
+	FSRemove(ctx context.Context, p FSRemoveParams) (FSRemoveResult, error)
+	FSMove(ctx context.Context, p FSMoveParams) (FSMoveResult, error)
+
 	SystemPing(ctx context.Context, p PingParams) (PingResult, error)
 	SystemStats(ctx context.Context, p StatsParams) (StatsResult, error)
 }

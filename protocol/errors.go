@@ -23,6 +23,14 @@ const (
 	CodeLimitExceeded   Code = "LIMIT_EXCEEDED"
 	CodeStreamNotFound  Code = "STREAM_NOT_FOUND"
 	CodeShuttingDown    Code = "SHUTTING_DOWN"
+
+	// The file methods' codes (SPEC §15).
+	CodeFileNotFound     Code = "FILE_NOT_FOUND"
+	CodePermissionDenied Code = "PERMISSION_DENIED"
+	CodeConflict         Code = "CONFLICT"
+	CodeIsADirectory     Code = "IS_A_DIRECTORY"
+	CodeNotADirectory    Code = "NOT_A_DIRECTORY"
+	CodeOutsideRoot      Code = "OUTSIDE_ROOT"
 )
 
 // JSON-RPC 2.0 error numbers. The standard ones are fixed by the JSON-RPC
@@ -38,20 +46,26 @@ const (
 // rpcCodes maps every application code to its JSON-RPC number. It is the
 // single table the README documents.
 var rpcCodes = map[Code]int{
-	CodeInvalidParams:   RPCInvalidParams,
-	CodeMethodNotFound:  RPCMethodNotFound,
-	CodeInternal:        RPCInternalError,
-	CodeSessionNotFound: -32001,
-	CodeSessionBusy:     -32002,
-	CodeCommandTimeout:  -32003,
-	CodeCommandFailed:   -32004,
-	CodeAuthFailed:      -32005,
-	CodeSessionExited:   -32006,
-	CodeLimitExceeded:   -32007,
-	CodeStreamNotFound:  -32008,
-	CodeShuttingDown:    -32009,
-	CodeInvalidState:    -32010,
-	CodeCommandDenied:   -32011,
+	CodeInvalidParams:    RPCInvalidParams,
+	CodeMethodNotFound:   RPCMethodNotFound,
+	CodeInternal:         RPCInternalError,
+	CodeSessionNotFound:  -32001,
+	CodeSessionBusy:      -32002,
+	CodeCommandTimeout:   -32003,
+	CodeCommandFailed:    -32004,
+	CodeAuthFailed:       -32005,
+	CodeSessionExited:    -32006,
+	CodeLimitExceeded:    -32007,
+	CodeStreamNotFound:   -32008,
+	CodeShuttingDown:     -32009,
+	CodeInvalidState:     -32010,
+	CodeFileNotFound:     -32011,
+	CodePermissionDenied: -32012,
+	CodeConflict:         -32013,
+	CodeIsADirectory:     -32014,
+	CodeNotADirectory:    -32015,
+	CodeOutsideRoot:      -32016,
+	CodeCommandDenied:    -32017,
 }
 
 // RPCCode returns the JSON-RPC 2.0 error number for c.

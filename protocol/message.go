@@ -86,6 +86,8 @@ func payloadSize(p fieldsEncoder) int {
 		return len(p.Stdout) + len(p.Stdout)/16 + len(p.Stderr) + len(p.Stderr)/16 + len(p.Cwd) + 512
 	case *ExecReadResult:
 		return len(p.Data) + len(p.Data)/16 + 256
+	case *FSReadResult:
+		return len(p.Data) + len(p.Data)/16 + len(p.Path) + 256
 	}
 	return 512
 }
@@ -176,6 +178,12 @@ func asFields(v any) fieldsEncoder {
 	case ExecReadResult:
 		return &v
 	case *ExecReadResult:
+		if v != nil {
+			return v
+		}
+	case FSReadResult:
+		return &v
+	case *FSReadResult:
 		if v != nil {
 			return v
 		}

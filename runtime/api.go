@@ -84,8 +84,8 @@ func streaming[P, R any](method string, f func(*Runtime, context.Context, P) (R,
 }
 
 // decode reads params strictly; a failure, which never reaches serve, is
-// counted here. A session_id given as "" to exec.run or exec.stream is
-// refused at the wire, where it differs from an absent one: absent means
+// counted here. A session_id given as "" to exec.run, exec.stream or fs.*
+// is refused at the wire, where it differs from an absent one: absent means
 // the session named "default", an empty string is a mistake (a variable
 // that was not set) and must not quietly start a command in default.
 func decode(ctx context.Context, method string, raw json.RawMessage, dst any) (err error) {
@@ -97,13 +97,19 @@ func decode(ctx context.Context, method string, raw json.RawMessage, dst any) (e
 	if err := protocol.DecodeParams(raw, dst); err != nil {
 		return err
 	}
-	if (method == protocol.MethodExecRun || method == protocol.MethodExecStream) && bytes.Contains(raw, []byte(`"session_id"`)) {
+	if refusesEmptySession(method) && bytes.Contains(raw, []byte(`"session_id"`)) {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) == nil && string(m["session_id"]) == `""` {
 			return protocol.Errorf(protocol.CodeInvalidParams, "session_id is empty: give a session's id or name, or leave session_id out to use the session named \"default\"")
 		}
 	}
 	return nil
+}
+
+// refusesEmptySession says which methods refuse a session_id given as ""
+// (the ones that would otherwise act in the session named "default").
+func refusesEmptySession(method string) bool {
+	return method == protocol.MethodExecRun || method == protocol.MethodExecStream || strings.HasPrefix(method, "fs.")
 }
 
 // table is the JSON-RPC method table, in the order METHOD_NOT_FOUND
@@ -128,6 +134,14 @@ var table = []struct {
 	{protocol.MethodExecWait, unary(protocol.MethodExecWait, (*Runtime).ExecWait)},
 	{protocol.MethodExecList, unary(protocol.MethodExecList, (*Runtime).ExecList)},
 	{protocol.MethodExecApprove, unary(protocol.MethodExecApprove, (*Runtime).ExecApprove)},
+	{protocol.MethodFSRead, unary(protocol.MethodFSRead, (*Runtime).FSRead)},
+	{protocol.MethodFSWrite, unary(protocol.MethodFSWrite, (*Runtime).FSWrite)},
+	{protocol.MethodFSEdit, unary(protocol.MethodFSEdit, (*Runtime).FSEdit)},
+	{protocol.MethodFSList, unary(protocol.MethodFSList, (*Runtime).FSList)},
+	{protocol.MethodFSStat, unary(protocol.MethodFSStat, (*Runtime).FSStat)},
+	{protocol.MethodFSMkdir, unary(protocol.MethodFSMkdir, (*Runtime).FSMkdir)},
+	{protocol.MethodFSRemove, unary(protocol.MethodFSRemove, (*Runtime).FSRemove)},
+	{protocol.MethodFSMove, unary(protocol.MethodFSMove, (*Runtime).FSMove)},
 	{protocol.MethodSystemPing, unary(protocol.MethodSystemPing, (*Runtime).SystemPing)},
 	{protocol.MethodSystemStats, unary(protocol.MethodSystemStats, (*Runtime).SystemStats)},
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/files"
 	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/session"
 )
@@ -26,6 +27,14 @@ var errorCodes = []struct {
 	{exec.ErrInvalid, protocol.CodeInvalidParams},
 	{session.ErrShuttingDown, protocol.CodeShuttingDown},
 	{session.ErrStart, protocol.CodeInternal},
+	{files.ErrNotFound, protocol.CodeFileNotFound},
+	{files.ErrPermission, protocol.CodePermissionDenied},
+	{files.ErrConflict, protocol.CodeConflict},
+	{files.ErrIsDir, protocol.CodeIsADirectory},
+	{files.ErrNotDir, protocol.CodeNotADirectory},
+	{files.ErrOutsideRoot, protocol.CodeOutsideRoot},
+	{files.ErrLimit, protocol.CodeLimitExceeded},
+	{files.ErrInvalid, protocol.CodeInvalidParams},
 }
 
 // wireError maps a domain error to the error a client sees. It is the only

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/files"
 	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/session"
 )
@@ -30,6 +31,14 @@ func TestErrorCodes(t *testing.T) {
 		exec.ErrInvalid:         protocol.CodeInvalidParams,
 		exec.ErrStreamNotFound:  protocol.CodeStreamNotFound,
 		exec.ErrLimit:           protocol.CodeLimitExceeded,
+		files.ErrNotFound:       protocol.CodeFileNotFound,
+		files.ErrPermission:     protocol.CodePermissionDenied,
+		files.ErrConflict:       protocol.CodeConflict,
+		files.ErrIsDir:          protocol.CodeIsADirectory,
+		files.ErrNotDir:         protocol.CodeNotADirectory,
+		files.ErrOutsideRoot:    protocol.CodeOutsideRoot,
+		files.ErrLimit:          protocol.CodeLimitExceeded,
+		files.ErrInvalid:        protocol.CodeInvalidParams,
 	}
 	assert.Len(t, errorCodes, len(want), "the table and this test name the same kinds")
 	for _, e := range errorCodes {

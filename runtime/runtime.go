@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/trl-project/trl/approval"
 	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/files"
 	"github.com/trl-project/trl/policy"
 	"github.com/trl-project/trl/session"
 )
@@ -34,6 +35,8 @@ type Options struct {
 	// TransportLimits are the transports' limits (message size, requests
 	// in flight), reported by system.stats next to the runtime's own.
 	TransportLimits map[string]int64
+	// Files is the file tree fs.* works on (--fs-root); nil: all of it.
+	Files *files.FS
 }
 
 // Runtime is the method table.

@@ -74,6 +74,9 @@ type HTTPOptions struct {
 	MCP http.Handler
 	// Metrics, when set, answers GET /metrics behind the token.
 	Metrics http.Handler
+	// Files, when set, serves GET and PUT /files behind the token and
+	// the Host check (see serveFiles).
+	Files FileStore
 }
 
 func (o *HTTPOptions) defaults() {

@@ -105,6 +105,10 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.opts.Metrics.ServeHTTP(w, r)
 		return
 	}
+	if s.opts.Files != nil && r.URL.Path == "/files" {
+		s.serveFiles(w, r)
+		return
+	}
 	var serve func(*stallWriter, *http.Request, []byte)
 	switch {
 	case r.URL.Path == "/rpc":
@@ -119,6 +123,9 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		paths := "POST /rpc, GET /healthz"
 		if s.opts.Gateway != nil {
 			paths = "POST /rpc, POST /execute, GET /healthz"
+		}
+		if s.opts.Files != nil {
+			paths += ", GET and PUT /files"
 		}
 		writeEnvelope(w, http.StatusNotFound, protocol.CodeInvalidParams,
 			fmt.Sprintf("no such path %q; the paths are %s", clipString(r.URL.Path, 64), paths))

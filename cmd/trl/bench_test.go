@@ -46,6 +46,7 @@ func TestBenchQuick(t *testing.T) {
 		Cancel      map[string]any   `json:"cancel"`
 		Interactive map[string]any   `json:"interactive"`
 		Policy      map[string]any   `json:"policy"`
+		Files       map[string]any   `json:"files"`
 		Goals       []map[string]any `json:"goals"`
 	}
 	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
@@ -65,7 +66,8 @@ func TestBenchQuick(t *testing.T) {
 	assert.True(t, l.HTTP.Skipped != "" || len(l.HTTP.ExecRun) > 0, "http: neither measured nor skipped")
 
 	for name, sec := range map[string]map[string]any{"stream": rep.Stream, "large_run": rep.LargeRun,
-		"sessions": rep.Sessions, "parallel": rep.Parallel, "cancel": rep.Cancel, "interactive": rep.Interactive, "policy": rep.Policy} {
+		"sessions": rep.Sessions, "parallel": rep.Parallel, "cancel": rep.Cancel, "interactive": rep.Interactive, "policy": rep.Policy,
+		"files": rep.Files} {
 		require.NotNil(t, sec, name)
 		assert.Nil(t, sec["error"], "%s: %v", name, sec["error"])
 	}
@@ -81,7 +83,11 @@ func TestBenchQuick(t *testing.T) {
 	levels, _ := rep.Parallel["levels"].([]any)
 	assert.Len(t, levels, 5, "1, 2, 4, 8 and 32 clients")
 	assert.NotNil(t, rep.Policy["evaluate"])
-	assert.Len(t, rep.Goals, 19)
+
+	assert.NotNil(t, rep.Files["fs_read_64k"])
+	assert.NotNil(t, rep.Files["cat_64k"])
+	assert.True(t, rep.Files["http_skipped"] != nil || rep.Files["http_over_disk"] != nil, "files: GET /files neither measured nor skipped")
+	assert.Len(t, rep.Goals, 22)
 }
 
 type benchPath struct {

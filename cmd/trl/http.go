@@ -29,6 +29,8 @@ type httpFlags struct {
 	// The web console (SPEC §11).
 	console, consoleWrite, consoleApprove bool
 	record                                string
+	// files serves GET and PUT /files.
+	files transport.FileStore
 }
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
@@ -81,6 +83,7 @@ func (f *httpFlags) listen(log zerolog.Logger, rt *runtime.Runtime, maxBody int)
 		Logger:            log,
 		Probes:            f.probes,
 		Metrics:           f.metrics,
+		Files:             f.files,
 	})
 	if err != nil {
 		gw.Close()

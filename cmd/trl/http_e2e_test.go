@@ -37,9 +37,15 @@ var httpAddrRE = regexp.MustCompile(`"http":"([0-9.:\[\]]+)"`)
 // token in its environment, and waits until it answers.
 func startHTTPDaemon(t *testing.T, args ...string) *httpDaemon {
 	t.Helper()
+	return startHTTPDaemonBin(t, trlBin, args...)
+}
+
+// startHTTPDaemonBin is startHTTPDaemon with the binary bin.
+func startHTTPDaemonBin(t *testing.T, bin string, args ...string) *httpDaemon {
+	t.Helper()
 	socket := filepath.Join(t.TempDir(), "trl.sock")
 	d := &daemon{socket: socket, stderr: &lockedBuffer{}, done: make(chan error, 1)}
-	d.cmd = exec.Command(trlBin, append([]string{"serve", "--socket", socket, "--log-level", "debug", "--http", "127.0.0.1:0"}, args...)...)
+	d.cmd = exec.Command(bin, append([]string{"serve", "--socket", socket, "--log-level", "debug", "--http", "127.0.0.1:0"}, args...)...)
 	d.cmd.Env = append(os.Environ(), "TRL_AUTH_TOKEN="+e2eToken)
 	d.cmd.Stderr = d.stderr
 	require.NoError(t, d.cmd.Start())

@@ -89,6 +89,10 @@ func TestMetricsAfterAKnownWorkload(t *testing.T) {
 	}
 	assert.Equal(t, false, c.call("no.such", nil)["ok"])
 	assert.Equal(t, false, c.call("session.info", map[string]any{"session_id": "s-nope"})["ok"])
+	dir := t.TempDir()
+	data(t, c.call("fs.write", map[string]any{"session_id": "m2", "path": dir + "/f", "data": "12345"}))
+	data(t, c.call("fs.read", map[string]any{"session_id": "m2", "path": dir + "/f"}))
+	assert.Equal(t, false, c.call("fs.read", map[string]any{"session_id": "m2", "path": dir + "/none"})["ok"])
 	resp := d.post(t, "/rpc", `{"id":1,"method":"system.ping"}`, bearer())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	resp = d.post(t, "/rpc", `{"id":2,"method":"system.ping"}`, map[string]string{"Authorization": "Bearer wrong"})
@@ -120,6 +124,12 @@ func TestMetricsAfterAKnownWorkload(t *testing.T) {
 		{"trl_connections_total", map[string]string{"transport": "unix"}, 2},
 		{"trl_connections", map[string]string{"transport": "unix"}, 1},
 		{"trl_console_viewers", nil, 0},
+		{"trl_requests_total", map[string]string{"transport": "unix", "method": "fs.write", "code": "OK"}, 1},
+		{"trl_file_operations_total", map[string]string{"op": "fs.write", "code": "OK"}, 1},
+		{"trl_file_operations_total", map[string]string{"op": "fs.read", "code": "OK"}, 1},
+		{"trl_file_operations_total", map[string]string{"op": "fs.read", "code": "FILE_NOT_FOUND"}, 1},
+		{"trl_file_bytes_total", map[string]string{"op": "fs.write", "code": "OK"}, 5},
+		{"trl_file_bytes_total", map[string]string{"op": "fs.read", "code": "OK"}, 5},
 	}
 	// The stream's exit reaches the client as the command is recorded, so
 	// the last counts may lag a moment.

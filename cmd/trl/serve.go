@@ -35,6 +35,7 @@ type limits struct {
 	// policy is the loaded policy, for SIGHUP (nil without --policy).
 	policy        *policy.Evaluator
 	sessionLimits limitFlags
+	fsRoots       fsRoots
 }
 
 func (l *limits) register(fs *flag.FlagSet) {
@@ -50,6 +51,7 @@ func (l *limits) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.approvalTimeout, "approval-timeout", approval.DefaultTimeout, "a command awaiting approval is denied when no one decides within this (fail-closed)")
 	l.isolate.register(fs)
 	l.sessionLimits.register(fs)
+	l.fsRoots.register(fs)
 }
 
 // runtime builds the method table these limits describe.
@@ -74,7 +76,12 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	fsys, err := l.fsRoots.open()
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := runtime.Options{
+		Files:     fsys,
 		Policy:    pol,
 		Approvals: approvals,
 		Sessions:  session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso, Limits: lims},
@@ -132,6 +139,7 @@ func serve(args []string) int {
 	}
 	defer obs.close()
 	hf.probes, hf.metrics = obs.probes, obs.prom.Handler()
+	hf.files = rt
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -269,6 +269,7 @@ func TestGoals(t *testing.T) {
 		Screen:      &Screen{SnapshotLatency: &Stats{P50US: 250}, AptRatio: 15},
 		Interactive: &Interactive{ToWaiting: &Stats{P95US: 4000}, REPL: &Stats{P50US: 6000}},
 		Policy:      &Policy{Evaluate: &Stats{P50US: 30}, Ratio: 1.1},
+		Files:       &Files{Read64K: &Stats{P50US: 300}, Cat64K: &Stats{P50US: 900}, HTTPOverDisk: 0.4},
 	}
 	got := map[string]*bool{}
 	for _, g := range goals(rep) {
@@ -296,6 +297,9 @@ func TestGoals(t *testing.T) {
 		"secret masking and cgroup limits cost exec.run ≤ 5% (A/B in one run)":                                      nil,
 		"exec.run true with a 20-rule policy ≤ 1.2× without (same run)":                                             &met,
 		"policy evaluation of a typical line, 20 rules, p50 ≤ 50 µs":                                                &met,
+		"fs.read 64 KiB p50 ≤ 0.5 ms":                                                                               &met,
+		"fs.read 64 KiB faster than exec.run cat":                                                                   &met,
+		"GET /files ≥ 0.5× disk read":                                                                               &miss,
 	}
 	assert.Equal(t, want, got)
 

@@ -30,6 +30,8 @@ const (
 	goalEncodeP50US     = 300
 	goalPolicyP50US     = 50
 	goalPolicyRatio     = 1.2
+	goalFSReadP50US     = 500
+	goalHTTPOverDisk    = 0.5
 )
 
 func goals(rep *Report) []Goal {
@@ -139,6 +141,15 @@ func goals(rep *Report) []Goal {
 		polRatio = p.Ratio
 	}
 	add("exec.run true with a 20-rule policy ≤ 1.2× without (same run)", polRatio > 0, polRatio > 0 && polRatio <= goalPolicyRatio, "%.2f×", polRatio)
+	var fsRead, cat *Stats
+	var httpOverDisk float64
+	if f := rep.Files; f != nil {
+		fsRead, cat, httpOverDisk = f.Read64K, f.Cat64K, f.HTTPOverDisk
+	}
+	add("fs.read 64 KiB p50 ≤ 0.5 ms", fsRead != nil, fsRead != nil && fsRead.P50US <= goalFSReadP50US, "%s", fmtUS(p50(fsRead)))
+	add("fs.read 64 KiB faster than exec.run cat", fsRead != nil && cat != nil, fsRead != nil && cat != nil && fsRead.P50US < cat.P50US,
+		"%s vs %s", fmtUS(p50(fsRead)), fmtUS(p50(cat)))
+	add("GET /files ≥ 0.5× disk read", httpOverDisk > 0, httpOverDisk >= goalHTTPOverDisk, "%.2f×", httpOverDisk)
 	// Goals this bench does not measure yet are rows too, so a reader
 	// sees every goal of PERFORMANCE.md and which ones are unproven here.
 	for _, g := range []string{

@@ -35,6 +35,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	screenTable(tw, rep.Screen)
 	interactiveTable(tw, rep.Interactive)
 	policyTable(tw, rep.Policy)
+	filesTable(tw, rep.Files)
 	goalsTable(tw, rep.Goals)
 	tw.Flush()
 	_, err := io.WriteString(w, b.String())

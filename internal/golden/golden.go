@@ -136,6 +136,9 @@ var normalizers = []struct {
 	{regexp.MustCompile(`"uptime_s":[0-9.e+-]+`), `"uptime_s":0`},
 	{regexp.MustCompile(`"(created_at|last_used_at)":"[^"]*"`), `"$1":"T"`},
 	{regexp.MustCompile(`"version":"[^"]*"`), `"version":"V"`},
+	{regexp.MustCompile(`"mtime":"[^"]*"`), `"mtime":"T"`},
+	// A conversation's scratch directory (mktemp -d /tmp/tmp.XXXXXXXXXX).
+	{regexp.MustCompile(`/tmp/tmp\.[A-Za-z0-9]{10}\b`), `/tmp/D`},
 }
 
 // Normalize replaces what changes from run to run in a response line.

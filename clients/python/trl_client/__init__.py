@@ -2,7 +2,7 @@
 
 ``Client`` (blocking) and ``AsyncClient`` (asyncio) have the same methods
 (run, stream, read, attach, cancel, input, wait, screen, resize, sessions,
-ping, stats) over the daemon's Unix socket or its HTTP transport. Standard
+ping, stats, the fs_* file methods, upload and download) over the daemon's Unix socket or its HTTP transport. Standard
 library only. Errors the daemon answers are typed: ``except SessionNotFound``.
 """
 
@@ -14,11 +14,17 @@ from .errors import (
     AuthFailed,
     CommandFailed,
     CommandTimeout,
+    Conflict,
+    FileNotFound,
     InternalError,
     InvalidParams,
     InvalidState,
+    IsADirectory,
     LimitExceeded,
     MethodNotFound,
+    NotADirectory,
+    OutsideRoot,
+    PermissionDenied,
     ProtocolError,
     SessionBusy,
     SessionExited,
@@ -39,11 +45,17 @@ __all__ = [
     "Client",
     "CommandFailed",
     "CommandTimeout",
+    "Conflict",
+    "FileNotFound",
     "InternalError",
     "InvalidParams",
     "InvalidState",
+    "IsADirectory",
     "LimitExceeded",
     "MethodNotFound",
+    "NotADirectory",
+    "OutsideRoot",
+    "PermissionDenied",
     "ProtocolError",
     "Result",
     "SessionBusy",

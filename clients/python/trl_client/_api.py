@@ -6,6 +6,7 @@ answer; the concrete client's ``_call`` either returns the shaped value
 Stream or an awaitable AsyncStream. So the two clients cannot drift apart.
 """
 
+import base64
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from ._core import params
@@ -166,6 +167,53 @@ class Methods:
     def resize(self, session_id: str, rows: int, cols: int) -> Any:
         """Set the session's terminal size (the program gets SIGWINCH)."""
         return self._call("session.resize", {"session_id": session_id, "rows": rows, "cols": cols})
+
+    # ---- files (SPEC §15) -----------------------------------------------
+    # Paths are absolute or relative to the session's current directory;
+    # without session_id the session named "default" is used.
+
+    def fs_read(self, path: str, session_id: Optional[str] = None, *, offset: Optional[int] = None,
+                length: Optional[int] = None, encoding: Optional[str] = None, line_offset: Optional[int] = None,
+                line_limit: Optional[int] = None) -> Any:
+        """A chunk of a file: ``data`` (UTF-8 text, or base64 when ``encoding`` says so), ``complete``, ``size``."""
+        return self._call("fs.read", params(session_id=session_id, path=path, offset=offset, length=length,
+                                            encoding=encoding, line_offset=line_offset, line_limit=line_limit))
+
+    def fs_write(self, path: str, data: Union[str, bytes], session_id: Optional[str] = None, *,
+                 mode: Optional[str] = None, append: Optional[bool] = None, create_dirs: Optional[bool] = None,
+                 if_sha256: Optional[str] = None) -> Any:
+        """Write a file atomically (or append); bytes are sent base64. Answers ``path``, ``size``, ``sha256``."""
+        if isinstance(data, (bytes, bytearray)):
+            text, enc = base64.b64encode(bytes(data)).decode("ascii"), "base64"
+        else:
+            text, enc = data, None
+        return self._call("fs.write", params(session_id=session_id, path=path, data=text, encoding=enc, mode=mode,
+                                             append=append, create_dirs=create_dirs, if_sha256=if_sha256))
+
+    def fs_edit(self, path: str, old: str, new: str, session_id: Optional[str] = None, *,
+                replace_all: Optional[bool] = None) -> Any:
+        """Replace the exact text ``old`` by ``new``; answers the changed ``lines``."""
+        return self._call("fs.edit", params(session_id=session_id, path=path, old=old, new=new,
+                                            replace_all=replace_all))
+
+    def fs_list(self, path: Optional[str] = None, session_id: Optional[str] = None, *, depth: Optional[int] = None,
+                limit: Optional[int] = None, offset: Optional[int] = None, hidden: Optional[bool] = None) -> Any:
+        """A page of a directory tree: ``entries`` sorted by path, ``total``, ``complete``."""
+        return self._call("fs.list", params(session_id=session_id, path=path, depth=depth, limit=limit,
+                                            offset=offset, hidden=hidden))
+
+    def fs_stat(self, path: str, session_id: Optional[str] = None) -> Any:
+        """A file's type, size, mode, mtime (and a symlink's target)."""
+        return self._call("fs.stat", params(session_id=session_id, path=path))
+
+    def fs_mkdir(self, path: str, session_id: Optional[str] = None, *, parents: Optional[bool] = None) -> Any:
+        return self._call("fs.mkdir", params(session_id=session_id, path=path, parents=parents))
+
+    def fs_remove(self, path: str, session_id: Optional[str] = None, *, recursive: Optional[bool] = None) -> Any:
+        return self._call("fs.remove", params(session_id=session_id, path=path, recursive=recursive))
+
+    def fs_move(self, src: str, dst: str, session_id: Optional[str] = None, *, overwrite: Optional[bool] = None) -> Any:
+        return self._call("fs.move", params(session_id=session_id, **{"from": src, "to": dst}, overwrite=overwrite))
 
     # ---- system ---------------------------------------------------------
 

@@ -7,11 +7,14 @@ parsed by the core's HTTP response parser.
 """
 
 import asyncio
+import base64
 import os
+import tempfile
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import _files
 from ._api import Methods
-from ._core import Chunk, HTTPResponseParser, Protocol, Reply, Result, StreamEvent, http_request, split_url
+from ._core import Chunk, HTTPResponseParser, Protocol, Reply, Result, StreamEvent, http_request, split_url, wrap
 from .client import StreamBase, default_socket
 from .errors import ProtocolError, TransportError
 
@@ -118,6 +121,57 @@ class AsyncClient(Methods):
 
     def _stream(self, method: str, p: Dict[str, Any], *callbacks: Any) -> Any:
         return self._astream(method, p, callbacks)
+
+    async def upload(self, local: str, remote: str, session_id: Optional[str] = None, *,
+                     mode: Optional[str] = None) -> Result:
+        """As Client.upload: over HTTP the streamed PUT runs in a worker thread."""
+        if isinstance(self._t, _HTTPTransport):
+            return await asyncio.to_thread(_files.http_upload, self._t, local, remote, session_id, mode)
+        tmp = _files.upload_name(remote)
+        try:
+            pieces = _files.pieces(local)
+            while True:
+                # Reading and encoding a piece runs off the event loop.
+                piece = await asyncio.to_thread(next, pieces, None)
+                if piece is None:
+                    break
+                first, data = piece
+                await self.call("fs.write", _files._write_params(session_id, tmp, data, first, mode))
+            size = (await self.fs_stat(tmp, session_id))["size"]
+            moved = await self.fs_move(tmp, remote, session_id, overwrite=True)
+        except BaseException:
+            try:
+                await self.fs_remove(tmp, session_id)
+            except Exception:
+                pass
+            raise
+        digest = await asyncio.to_thread(_files.sha256_of, local)
+        return wrap({"path": moved["to"], "size": size, "sha256": digest})
+
+    async def download(self, remote: str, local: str, session_id: Optional[str] = None) -> int:
+        """As Client.download."""
+        if isinstance(self._t, _HTTPTransport):
+            return await asyncio.to_thread(_files.http_download, self._t, remote, local, session_id)
+        offset = 0
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(local) + ".",
+                                   dir=os.path.dirname(os.path.abspath(local)))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                while True:
+                    r = await self.fs_read(remote, session_id, offset=offset, length=_files.READ_CHUNK,
+                                           encoding="base64")
+                    b = base64.b64decode(r["data"])
+                    f.write(b)
+                    offset += len(b)
+                    if r["complete"]:
+                        break
+                    if not b:
+                        raise TransportError("%s shrank while it was read" % remote)
+            os.replace(tmp, local)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return offset
 
 
 # ---- Unix socket ------------------------------------------------------------

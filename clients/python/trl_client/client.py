@@ -14,6 +14,7 @@ import socket
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from . import _files
 from ._api import Methods, OutputCallback
 from ._core import Chunk, Protocol, Reply, Result, StreamEvent, split_url
 from .errors import ProtocolError, TransportError
@@ -150,6 +151,22 @@ class Client(Methods):
         reply, source = self._t.open_stream(method, p)
         reply.result()
         return Stream(self, reply, source, *callbacks)
+
+    def upload(self, local: str, remote: str, session_id: Optional[str] = None, *, mode: Optional[str] = None) -> Result:
+        """Copy the local file to ``remote`` (atomically); answers ``path``, ``size``, ``sha256``.
+
+        ``mode`` is octal text such as ``"0640"``. Over HTTP one streamed
+        PUT /files; over the socket 1 MiB pieces, moved into place at the end.
+        """
+        if isinstance(self._t, _HTTPTransport):
+            return _files.http_upload(self._t, local, remote, session_id, mode)
+        return _files.upload_chunks(self, local, remote, session_id, mode)
+
+    def download(self, remote: str, local: str, session_id: Optional[str] = None) -> int:
+        """Copy ``remote`` to the local file (replaced atomically); answers the bytes copied."""
+        if isinstance(self._t, _HTTPTransport):
+            return _files.http_download(self._t, remote, local, session_id)
+        return _files.download_chunks(self, remote, local, session_id)
 
 
 # ---- Unix socket ------------------------------------------------------------

@@ -84,6 +84,38 @@ class InvalidState(TrlError):
     code = "INVALID_STATE"
 
 
+class FileNotFound(TrlError):
+    """No file at the path (fs.*, /files)."""
+
+    code = "FILE_NOT_FOUND"
+
+
+class PermissionDenied(TrlError):
+    """The session's user may not do that to the file."""
+
+    code = "PERMISSION_DENIED"
+
+
+class Conflict(TrlError):
+    """The file changed since it was read (if_sha256), or the target exists."""
+
+    code = "CONFLICT"
+
+
+class IsADirectory(TrlError):
+    code = "IS_A_DIRECTORY"
+
+
+class NotADirectory(TrlError):
+    code = "NOT_A_DIRECTORY"
+
+
+class OutsideRoot(TrlError):
+    """The path leads outside the daemon's --fs-root trees."""
+
+    code = "OUTSIDE_ROOT"
+
+
 class TransportError(ConnectionError):
     """The daemon could not be reached, or the connection broke mid-call."""
 
@@ -108,6 +140,12 @@ _BY_CODE: Dict[str, Type[TrlError]] = {
         StreamNotFound,
         ShuttingDown,
         InvalidState,
+        FileNotFound,
+        PermissionDenied,
+        Conflict,
+        IsADirectory,
+        NotADirectory,
+        OutsideRoot,
     )
 }
 

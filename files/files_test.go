@@ -1,0 +1,361 @@
+package files
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/trl-project/trl/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+func newFS(t *testing.T, roots ...string) *FS {
+	t.Helper()
+	fs, err := New(Options{Roots: roots})
+	require.NoError(t, err)
+	t.Cleanup(func() { fs.Close() })
+	return fs
+}
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func allBytes() []byte {
+	b := make([]byte, 256)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	sc := Scope{Dir: dir}
+	for name, data := range map[string][]byte{"text": []byte("héllo\nwörld\n"), "bytes": bytes.Repeat(allBytes(), 3), "empty": nil} {
+		t.Run(name, func(t *testing.T) {
+			w, err := fs.Write(sc, "sub/"+name, bytes.NewReader(data), WriteOptions{CreateDirs: true})
+			require.NoError(t, err)
+			assert.Equal(t, filepath.Join(dir, "sub", name), w.Path)
+			assert.Equal(t, int64(len(data)), w.Size)
+			assert.Equal(t, sum(data), w.SHA256)
+			c, err := fs.Read(sc, "sub/"+name, ReadOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, data, append([]byte(nil), c.Data...))
+			assert.True(t, c.Complete)
+			assert.Equal(t, os.FileMode(0o644), c.Mode.Perm())
+			onDisk, _ := os.ReadFile(w.Path)
+			assert.Equal(t, data, append([]byte(nil), onDisk...))
+		})
+	}
+}
+
+func TestChunkedReadReassembles(t *testing.T) {
+	fs := newFS(t)
+	p := filepath.Join(t.TempDir(), "f")
+	data := bytes.Repeat(allBytes(), 1000) // 256000 bytes
+	require.NoError(t, os.WriteFile(p, data, 0o600))
+	var got []byte
+	var off int64
+	for i := 0; ; i++ {
+		require.Less(t, i, 100)
+		c, err := fs.Read(Scope{}, p, ReadOptions{Offset: off, Length: 7777})
+		require.NoError(t, err)
+		assert.Equal(t, off, c.Offset)
+		assert.Equal(t, int64(len(data)), c.Size)
+		got = append(got, c.Data...)
+		off += int64(len(c.Data))
+		if c.Complete {
+			break
+		}
+	}
+	assert.Equal(t, data, got)
+	_, err := fs.Read(Scope{}, p, ReadOptions{Length: MaxReadLength + 1})
+	assert.ErrorIs(t, err, ErrLimit)
+}
+
+func TestReadLines(t *testing.T) {
+	fs := newFS(t)
+	p := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(p, []byte("one\ntwo\nthree\nfour"), 0o600))
+	c, err := fs.Read(Scope{}, p, ReadOptions{LineOffset: 2, LineLimit: 2})
+	require.NoError(t, err)
+	assert.Equal(t, "two\nthree\n", string(c.Data))
+	assert.Equal(t, int64(4), c.Offset)
+	assert.Equal(t, 2, c.FirstLine)
+	assert.Equal(t, 2, c.Lines)
+	assert.False(t, c.Complete)
+	c, err = fs.Read(Scope{}, p, ReadOptions{LineOffset: 3})
+	require.NoError(t, err)
+	assert.Equal(t, "three\nfour", string(c.Data))
+	assert.Equal(t, 2, c.Lines)
+	assert.True(t, c.Complete)
+	c, err = fs.Read(Scope{}, p, ReadOptions{LineOffset: 9})
+	require.NoError(t, err)
+	assert.Empty(t, c.Data)
+	assert.True(t, c.Complete)
+	// Whole lines only when a chunk fills.
+	c, err = fs.Read(Scope{}, p, ReadOptions{LineOffset: 1, Length: 10})
+	require.NoError(t, err)
+	assert.Equal(t, "one\ntwo\n", string(c.Data))
+}
+
+func TestReadRefusals(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	_, err := fs.Read(Scope{}, filepath.Join(dir, "missing"), ReadOptions{})
+	assert.ErrorIs(t, err, ErrNotFound)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "missing"))
+	_, err = fs.Read(Scope{}, dir, ReadOptions{})
+	assert.ErrorIs(t, err, ErrIsDir)
+	_, err = fs.Read(Scope{}, "relative", ReadOptions{})
+	assert.ErrorIs(t, err, ErrInvalid)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), nil, 0o600))
+	_, err = fs.Read(Scope{}, filepath.Join(dir, "f", "x"), ReadOptions{})
+	assert.ErrorIs(t, err, ErrNotDir)
+}
+
+func TestWriteModeAppendKeep(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	sc := Scope{Dir: dir}
+	m := os.FileMode(0o600)
+	_, err := fs.Write(sc, "f", strings.NewReader("a"), WriteOptions{Mode: &m})
+	require.NoError(t, err)
+	w, err := fs.Write(sc, "f", strings.NewReader("bc"), WriteOptions{Append: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), w.Size)
+	assert.Equal(t, sum([]byte("abc")), w.SHA256)
+	_, err = fs.Write(sc, "f", strings.NewReader("new"), WriteOptions{})
+	require.NoError(t, err)
+	st, err := os.Stat(filepath.Join(dir, "f"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "a replacement keeps the mode")
+	_, err = fs.Write(sc, "no/dirs/f", strings.NewReader("x"), WriteOptions{})
+	assert.ErrorIs(t, err, ErrNotFound)
+	_, err = fs.Write(sc, ".", strings.NewReader("x"), WriteOptions{})
+	assert.Error(t, err)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+	_, err = fs.Write(sc, "d", strings.NewReader("x"), WriteOptions{})
+	assert.ErrorIs(t, err, ErrIsDir)
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".trl-*"))
+	assert.Empty(t, leftovers, "no temporary file is left")
+}
+
+func TestIfSHA256Conflict(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	sc := Scope{Dir: dir}
+	w, err := fs.Write(sc, "f", strings.NewReader("v1"), WriteOptions{})
+	require.NoError(t, err)
+	_, err = fs.Write(sc, "f", strings.NewReader("v2"), WriteOptions{IfSHA256: w.SHA256})
+	require.NoError(t, err)
+	_, err = fs.Write(sc, "f", strings.NewReader("v3"), WriteOptions{IfSHA256: w.SHA256})
+	assert.ErrorIs(t, err, ErrConflict)
+	b, _ := os.ReadFile(filepath.Join(dir, "f"))
+	assert.Equal(t, "v2", string(b), "a refused write changes nothing")
+	_, err = fs.Write(sc, "gone", strings.NewReader("x"), WriteOptions{IfSHA256: w.SHA256})
+	assert.ErrorIs(t, err, ErrConflict)
+	_, err = fs.Write(sc, "f", strings.NewReader("x"), WriteOptions{IfSHA256: "nothex"})
+	assert.ErrorIs(t, err, ErrInvalid)
+
+	// Of many writers that all read v2, exactly one wins.
+	v2 := sum([]byte("v2"))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := fs.Write(sc, "f", strings.NewReader(fmt.Sprint("w", i)), WriteOptions{IfSHA256: v2})
+			if err == nil {
+				mu.Lock()
+				won++
+				mu.Unlock()
+			} else {
+				assert.ErrorIs(t, err, ErrConflict)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 1, won)
+}
+
+func TestConcurrentWritersLeaveOneVersion(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	sc := Scope{Dir: dir}
+	version := func(i int) []byte { return bytes.Repeat([]byte{byte('A' + i%26)}, 64<<10+i) }
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var readErr error
+	var rw sync.WaitGroup
+	rw.Add(1)
+	go func() { // a reader sees whole versions only
+		defer rw.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "f"))
+			if err != nil || len(b) == 0 {
+				continue
+			}
+			i := len(b) - 64<<10
+			if i < 0 || i >= 100 || !bytes.Equal(b, version(i)) {
+				readErr = fmt.Errorf("a reader saw a part: %d bytes", len(b))
+				return
+			}
+		}
+	}()
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := fs.Write(sc, "f", bytes.NewReader(version(i)), WriteOptions{})
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	rw.Wait()
+	require.NoError(t, readErr)
+	b, err := os.ReadFile(filepath.Join(dir, "f"))
+	require.NoError(t, err)
+	i := len(b) - 64<<10
+	require.True(t, i >= 0 && i < 100)
+	assert.Equal(t, version(i), b)
+	entries, _ := os.ReadDir(dir)
+	assert.Len(t, entries, 1, "no temporary file is left")
+}
+
+func TestEdit(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.go")
+	orig := "package x\n\nfunc a() { return 1 }\nfunc b() { return 1 }\n"
+	require.NoError(t, os.WriteFile(p, []byte(orig), 0o640))
+	sc := Scope{Dir: dir}
+	for name, c := range map[string]struct{ old, msg string }{
+		"missing":   {"return 2", "not found"},
+		"ambiguous": {"return 1", "found 2 times"},
+		"empty":     {"", "must not be empty"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := fs.Edit(sc, "f.go", c.old, "x", false)
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Contains(t, err.Error(), c.msg)
+			b, _ := os.ReadFile(p)
+			assert.Equal(t, orig, string(b), "a refused edit leaves the file untouched")
+		})
+	}
+	e, err := fs.Edit(sc, "f.go", "func b() { return 1 }", "func b() {\n\treturn 2\n}", false)
+	require.NoError(t, err)
+	assert.Equal(t, 1, e.Replacements)
+	assert.Equal(t, []Line{{4, "func b() {"}, {5, "\treturn 2"}, {6, "}"}}, e.Lines)
+	b, _ := os.ReadFile(p)
+	assert.Equal(t, "package x\n\nfunc a() { return 1 }\nfunc b() {\n\treturn 2\n}\n", string(b))
+	assert.Equal(t, sum(b), e.SHA256)
+	st, _ := os.Stat(p)
+	assert.Equal(t, os.FileMode(0o640), st.Mode().Perm())
+	e, err = fs.Edit(sc, "f.go", "return", "yield", true)
+	require.NoError(t, err)
+	assert.Equal(t, 2, e.Replacements)
+	assert.Equal(t, []Line{{3, "func a() { yield 1 }"}, {5, "\tyield 2"}}, e.Lines)
+}
+
+func TestTreeOperations(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	sc := Scope{Dir: dir}
+	_, err := fs.Mkdir(sc, "a/b/c", false)
+	assert.ErrorIs(t, err, ErrNotFound)
+	abs, err := fs.Mkdir(sc, "a/b/c", true)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "a/b/c"), abs)
+	_, err = fs.Mkdir(sc, "a", false)
+	assert.ErrorIs(t, err, ErrConflict)
+	_, err = fs.Write(sc, "a/b/f", strings.NewReader("12345"), WriteOptions{})
+	require.NoError(t, err)
+	_, err = fs.Write(sc, "a/.hidden", strings.NewReader(""), WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink("b/f", filepath.Join(dir, "a/link")))
+
+	l, err := fs.List(sc, "a", ListOptions{Depth: 3})
+	require.NoError(t, err)
+	var paths []string
+	for _, e := range l.Entries {
+		paths = append(paths, strings.TrimPrefix(e.Path, dir+"/")+":"+e.Type)
+	}
+	assert.Equal(t, []string{"a/.hidden:file", "a/b:dir", "a/b/c:dir", "a/b/f:file", "a/link:symlink"}, paths)
+	assert.True(t, l.Complete)
+	assert.Equal(t, "b/f", l.Entries[4].Target)
+	l, err = fs.List(sc, "a", ListOptions{Depth: 1, NoHidden: true, Limit: 1, Offset: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 2, l.Total)
+	assert.Equal(t, "link", l.Entries[0].Name)
+	assert.True(t, l.Complete)
+	_, err = fs.List(sc, "a", ListOptions{Depth: 9})
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = fs.List(sc, "a/b/f", ListOptions{})
+	assert.ErrorIs(t, err, ErrNotDir)
+
+	e, err := fs.Stat(sc, "a/b/f")
+	require.NoError(t, err)
+	assert.Equal(t, "file", e.Type)
+	assert.Equal(t, int64(5), e.Size)
+
+	_, _, err = fs.Move(sc, "a/b/f", "a/link", false)
+	assert.ErrorIs(t, err, ErrConflict)
+	from, to, err := fs.Move(sc, "a/b/f", "g", false)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "a/b/f"), from)
+	assert.Equal(t, filepath.Join(dir, "g"), to)
+	_, _, err = fs.Move(sc, "g", "a/link", true)
+	require.NoError(t, err)
+
+	_, _, err = fs.Remove(sc, "a", false)
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, n, err := fs.Remove(sc, "a", true)
+	require.NoError(t, err)
+	assert.Equal(t, 5, n) // b, c, .hidden, link and a itself
+	_, err = os.Stat(filepath.Join(dir, "a"))
+	assert.True(t, errors.Is(err, os.ErrNotExist))
+}
+
+// Symlinks are not edited or compared through: the refusal says which
+// file to name instead, and nothing changes.
+func TestSymlinkRefusals(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	sc := Scope{Dir: dir}
+	w, err := fs.Write(sc, "real", strings.NewReader("text"), WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink("real", filepath.Join(dir, "link")))
+	_, err = fs.Edit(sc, "link", "text", "new", false)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "symlink to real")
+	_, err = fs.Write(sc, "link", strings.NewReader("new"), WriteOptions{IfSHA256: w.SHA256})
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "is a symlink")
+	b, _ := os.ReadFile(filepath.Join(dir, "real"))
+	assert.Equal(t, "text", string(b))
+	st, err := os.Lstat(filepath.Join(dir, "link"))
+	require.NoError(t, err)
+	assert.NotZero(t, st.Mode()&os.ModeSymlink, "the link is still a link")
+}
