@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -157,6 +158,11 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 		// start owns the lease from here, on every path.
 		s, err = start(NewID("s-", 6), cfg, m.opts, m.log, l)
 	}
+	if err == nil && cfg.State != nil {
+		if err = s.ApplyState(context.Background(), cfg.State); err != nil {
+			s.Close()
+		}
+	}
 
 	m.mu.Lock()
 	m.pending--
@@ -182,6 +188,9 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 
 // normalize applies defaults and checks cfg.
 func normalize(cfg *Config) error {
+	if cfg.Shell == "" && cfg.State != nil && (cfg.State.Shell == "bash" || cfg.State.Shell == "zsh") {
+		cfg.Shell = cfg.State.Shell // a carried state names its shell
+	}
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
 	}
@@ -215,6 +224,14 @@ func normalize(cfg *Config) error {
 	cfg.WorkingDir = filepath.Clean(cfg.WorkingDir)
 	if err := CheckEnv(cfg.Env); err != nil {
 		return err
+	}
+	if cfg.State != nil {
+		if err := CheckState(cfg.State); err != nil {
+			return err
+		}
+		if d := dialectFor(cfg.Shell); d.name != cfg.State.Shell {
+			return errorf(ErrInvalid, "state is of a %s session; shell %s is %s", cfg.State.Shell, cfg.Shell, d.name)
+		}
 	}
 	for k := range cfg.Env {
 		if shellState[k] {

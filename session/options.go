@@ -55,6 +55,11 @@ type Config struct {
 	// isolates: the gateway passes its (tenant, workspace). "" gives the
 	// session a uid of its own. Never taken from a client's params.
 	IsolationKey string
+	// State, when set, is applied to the shell after its first prompt,
+	// before the session is registered (SPEC §17).
+	State *ShellState
+	// Parent is the id of the session this one was forked from.
+	Parent string
 }
 
 // Command is one command to run in a session.

@@ -1,0 +1,369 @@
+package session
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// bashState reads a bash session's state with bash's own introspection:
+// variable names from ${!X@} for every first letter, attributes from
+// ${name@a}, array keys and values through eval of the (checked) name,
+// functions from `declare -f`, aliases from BASH_ALIASES, the stack from
+// DIRSTACK; every value written with printf '%s\0'.
+type bashState struct{}
+
+// bashReader is the reader file; TRL_ stands for trl's nonce-named
+// prefix, OUT and AUX for the files' quoted paths. It reads the options
+// first, then saves them (local -) and turns off those that would change
+// its own working (errexit, nounset, xtrace; nocasematch by hand).
+const bashReader = `TRL_s() {
+\builtin local TRL_v TRL_a TRL_k TRL_l TRL_c=0
+\builtin local -a TRL_n TRL_w TRL_f
+\builtin printf 'X\0%s\0o\0' "${TRL_x-1}" >&7
+\builtin set -o >&7
+\builtin printf '\0s\0' >&7
+\builtin shopt >&7
+\builtin printf '\0' >&7
+if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null; fi
+\builtin local -
+\builtin set +euvx +o pipefail
+\builtin shopt -q nocasematch && TRL_c=1
+\builtin shopt -u nocasematch
+\builtin printf 'C\0%s\0U\0' "$PWD" >&7
+\builtin umask >&7
+\builtin printf '\0' >&7
+for TRL_v in LETTERS; do
+  if [[ -R $TRL_v ]]; then
+    \builtin eval "TRL_l=\${!$TRL_v}"
+    \builtin printf 'n\0%s\0\0%s\0' "$TRL_v" "$TRL_l" >&7
+    continue
+  fi
+  TRL_a=${!TRL_v@a}
+  if [[ $TRL_a == *[aA]* ]]; then
+    \builtin eval "TRL_n=(\"\${!$TRL_v[@]}\"); TRL_w=(\"\${$TRL_v[@]}\")"
+    if [[ $TRL_a == *A* ]]; then TRL_k=A; else TRL_k=a; fi
+    \builtin printf '%s\0%s\0%s\0%s\0' "$TRL_k" "$TRL_v" "$TRL_a" "${#TRL_n[@]}" >&7
+    if (( ${#TRL_n[@]} )); then \builtin printf '%s\0' "${TRL_n[@]}" "${TRL_w[@]}" >&7; fi
+  else
+    \builtin printf 'v\0%s\0%s\0%s\0' "$TRL_v" "$TRL_a" "${!TRL_v}" >&7
+  fi
+done
+\builtin declare -F >|AUX
+\builtin mapfile -t TRL_f <AUX
+for TRL_l in "${TRL_f[@]}"; do
+  TRL_l=${TRL_l#declare -}
+  TRL_k=${TRL_l#* }
+  \builtin printf 'f\0%s\0%s\0' "$TRL_k" "${TRL_l%% *}" >&7
+  \builtin declare -f -- "$TRL_k" >&7
+  \builtin printf '\0' >&7
+done
+for TRL_k in "${!BASH_ALIASES[@]}"; do
+  \builtin printf 'l\0%s\0%s\0' "$TRL_k" "${BASH_ALIASES[$TRL_k]}" >&7
+done
+\builtin printf 'd\0%s\0' "${#DIRSTACK[@]}" >&7
+\builtin printf '%s\0' "${DIRSTACK[@]}" >&7
+\builtin printf 't\0' >&7
+\builtin trap -p >&7
+\builtin printf '\0j\0' >&7
+\builtin jobs >&7
+\builtin printf '\0E\0' >&7
+if (( TRL_c )); then \builtin shopt -s nocasematch; fi
+}
+TRL_s 7>|OUT || \builtin true
+\builtin unset -f TRL_s
+`
+
+// letterPrefixes is "${!A@}" ... "${!_@}": every variable name.
+func letterPrefixes() string {
+	var b strings.Builder
+	for _, r := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_" {
+		fmt.Fprintf(&b, `"${!%c@}" `, r)
+	}
+	return b.String()
+}
+
+func (bashState) reader(nonce, out, aux string) string {
+	r := strings.NewReplacer("TRL_", trlName(nonce, ""), "LETTERS", letterPrefixes(), "OUT", quote(out), "AUX", quote(aux))
+	return r.Replace(bashReader)
+}
+
+// line sources file with alias expansion off (an alias named `if` would
+// rewrite trl's code as it is parsed) and puts it back afterwards, unless
+// the file sets it itself (applying a state).
+func (bashState) line(nonce, file, errFile string, keepAliases bool) string {
+	x := trlName(nonce, "x")
+	src := `\. ` + quote(file) + ` </dev/null >/dev/null 2>` + quote(errFile) + ` 3<&- 4>&- 5>&- || \builtin true`
+	if !keepAliases {
+		return `\builtin shopt -u expand_aliases; ` + src
+	}
+	return x + `=0; \builtin shopt -q expand_aliases && ` + x + `=1; \builtin shopt -u expand_aliases; ` + src +
+		`; \builtin test "$` + x + `" = 1 && \builtin shopt -s expand_aliases; \builtin unset -v ` + x
+}
+
+// bashOwnVars are bash's own variables: set by the shell, read-only, or
+// its view of something else (DIRSTACK is dirs, BASH_ALIASES aliases).
+var bashOwnVars = map[string]bool{
+	"BASH": true, "BASHOPTS": true, "BASHPID": true, "BASH_ALIASES": true, "BASH_ARGC": true, "BASH_ARGV": true,
+	"BASH_ARGV0": true, "BASH_CMDS": true, "BASH_COMMAND": true, "BASH_EXECUTION_STRING": true, "BASH_LINENO": true,
+	"BASH_REMATCH": true, "BASH_SOURCE": true, "BASH_SUBSHELL": true, "BASH_VERSINFO": true, "BASH_VERSION": true,
+	"COLUMNS": true, "LINES": true, "COMP_WORDBREAKS": true, "DIRSTACK": true, "EPOCHREALTIME": true,
+	"EPOCHSECONDS": true, "EUID": true, "FUNCNAME": true, "GROUPS": true, "HISTCMD": true, "HOSTNAME": true,
+	"HOSTTYPE": true, "MACHTYPE": true, "OSTYPE": true, "PIPESTATUS": true, "RANDOM": true, "SECONDS": true,
+	"SHELLOPTS": true, "SRANDOM": true, "UID": true,
+}
+
+// bashSetOptions are bash's `set -o` options; the rest of a state's
+// options are shopt's.
+var bashSetOptions = map[string]bool{
+	"allexport": true, "braceexpand": true, "emacs": true, "errexit": true, "errtrace": true, "functrace": true,
+	"hashall": true, "histexpand": true, "history": true, "ignoreeof": true, "interactive-comments": true,
+	"keyword": true, "monitor": true, "noclobber": true, "noexec": true, "noglob": true, "nolog": true,
+	"notify": true, "nounset": true, "onecmd": true, "physical": true, "pipefail": true, "posix": true,
+	"privileged": true, "verbose": true, "vi": true, "xtrace": true,
+}
+
+// Options trl's protocol owns (line editing off, job control on, lines
+// run) or that bash does not let a script set.
+var bashReservedOptions = map[string]bool{
+	"emacs": true, "vi": true, "monitor": true, "noexec": true, "onecmd": true, "privileged": true,
+	"login_shell": true, "restricted_shell": true,
+}
+
+func (bashState) reservedOption(name string) bool { return bashReservedOptions[name] }
+
+func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
+	st := &ShellState{Env: map[string]string{}, Functions: map[string]string{}, Aliases: map[string]string{}, Options: map[string]bool{}}
+	f := &fields{b: out}
+	own := func(name string) bool {
+		return reservedName(name) || notStateVars[name] || bashOwnVars[name]
+	}
+	readonly := map[string]bool{}
+	for !f.done() {
+		switch tag := f.next(); tag {
+		case "X":
+			st.Options["expand_aliases"] = f.next() == "1"
+		case "o", "s":
+			for name, on := range optionLines(f.next()) {
+				// compatNN are views of BASH_COMPAT, carried as a variable.
+				if !bashReservedOptions[name] && name != "expand_aliases" && !strings.HasPrefix(name, "compat") {
+					st.Options[name] = on
+				}
+			}
+		case "C":
+			st.Cwd = f.next()
+		case "U":
+			st.Umask = umaskText(f.next())
+		case "n":
+			name, _, target := f.next(), f.next(), f.next()
+			if !own(name) {
+				st.Vars = append(st.Vars, Var{Name: name, Kind: "nameref", Value: target})
+			}
+		case "v":
+			name, attrs, value := f.next(), f.next(), f.next()
+			if own(name) {
+				continue
+			}
+			attrs = bashAttrs(attrs, name, readonly)
+			if attrs == "x" {
+				st.Env[name] = value
+			} else {
+				st.Vars = append(st.Vars, Var{Name: name, Kind: "scalar", Value: value, Attrs: attrs})
+			}
+		case "a", "A":
+			name, attrs, n := f.next(), f.next(), f.int()
+			keys := make([]string, n)
+			vals := make([]string, n)
+			for i := range keys {
+				keys[i] = f.next()
+			}
+			for i := range vals {
+				vals[i] = f.next()
+			}
+			if own(name) {
+				continue
+			}
+			v := Var{Name: name, Attrs: bashAttrs(attrs, name, readonly)}
+			if tag == "A" {
+				v.Kind, v.Assoc = "assoc", map[string]string{}
+				for i, k := range keys {
+					v.Assoc[k] = vals[i]
+				}
+			} else {
+				v.Kind, v.Array = "array", vals
+				dense := true
+				idx := make([]int, n)
+				for i, k := range keys {
+					idx[i], _ = strconv.Atoi(k)
+					if idx[i] != i {
+						dense = false
+					}
+				}
+				if !dense {
+					v.Indices = idx
+				}
+			}
+			st.Vars = append(st.Vars, v)
+		case "f":
+			name, flags, def := f.next(), f.next(), f.next()
+			if reservedName(name) {
+				continue
+			}
+			st.Functions[name] = strings.TrimSuffix(def, "\n")
+			if strings.Contains(flags, "x") {
+				st.NotCarried = append(st.NotCarried, NotCarried{What: "function", Detail: "function " + name + " is exported (export -f); it is carried as a plain function"})
+			}
+		case "l":
+			name, value := f.next(), f.next()
+			if !reservedName(name) {
+				st.Aliases[name] = value
+			}
+		case "d":
+			n := f.int()
+			for i := 0; i < n; i++ {
+				d := f.next()
+				if i > 0 {
+					st.Dirs = append(st.Dirs, d)
+				}
+			}
+		case "t":
+			st.NotCarried = append(st.NotCarried, trapsNotCarried(f.next())...)
+		case "j":
+			st.NotCarried = append(st.NotCarried, jobsNotCarried(f.next())...)
+		case "E":
+			st.Readonly = sortedKeys(readonly)
+			return st, nil
+		default:
+			return nil, fmt.Errorf("unexpected field %q in bash's state", clipText(tag, 40))
+		}
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	return nil, fmt.Errorf("bash's state has no end mark: the reader did not finish")
+}
+
+// bashAttrs takes the kind (a, A) and readonly (r, recorded) out of
+// bash's attribute letters and returns the rest, sorted.
+func bashAttrs(attrs, name string, readonly map[string]bool) string {
+	var keep []byte
+	for i := 0; i < len(attrs); i++ {
+		switch c := attrs[i]; c {
+		case 'a', 'A':
+		case 'r':
+			readonly[name] = true
+		default:
+			keep = append(keep, c)
+		}
+	}
+	sort.Slice(keep, func(i, j int) bool { return keep[i] < keep[j] })
+	return string(keep)
+}
+
+// optionLines parses `set -o` and `shopt` listings: "name<spaces>on".
+func optionLines(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range strings.Split(text, "\n") {
+		fs := strings.Fields(l)
+		if len(fs) == 2 && (fs[1] == "on" || fs[1] == "off") {
+			out[fs[0]] = fs[1] == "on"
+		}
+	}
+	return out
+}
+
+func (bashState) writer(st *ShellState, base map[string]string, _ string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...); b.WriteByte('\n') }
+	w(`if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null; fi`)
+	if st.Cwd != "" {
+		w(`\builtin cd -- %s`, quote(st.Cwd))
+	}
+	for _, k := range sortedKeys(base) {
+		if _, ok := st.Env[k]; !ok && !notStateVars[k] && !bashOwnVars[k] && !shellState[k] && !startupOnly[k] && !strings.HasPrefix(k, "TRL_") && !reservedName(k) {
+			w(`\builtin unset -v %s`, k)
+		}
+	}
+	for _, k := range sortedKeys(st.Env) {
+		w(`%s=%s; \builtin export %s`, k, quote(st.Env[k]), k)
+	}
+	for _, v := range st.Vars {
+		if _, ok := base[v.Name]; ok {
+			w(`\builtin unset -v %s`, v.Name)
+		}
+		switch v.Kind {
+		case "nameref":
+			w(`\builtin declare -n %s=%s`, v.Name, quote(v.Value))
+			continue
+		case "assoc":
+			w(`\builtin declare -A %s`, v.Name)
+			for _, k := range sortedKeys(v.Assoc) {
+				w(`%s[%s]=%s`, v.Name, quote(k), quote(v.Assoc[k]))
+			}
+		case "array":
+			var items []string
+			for i, x := range v.Array {
+				if len(v.Indices) > 0 {
+					items = append(items, "["+strconv.Itoa(v.Indices[i])+"]="+quote(x))
+				} else {
+					items = append(items, quote(x))
+				}
+			}
+			w(`%s=(%s)`, v.Name, strings.Join(items, " "))
+		default:
+			w(`%s=%s`, v.Name, quote(v.Value))
+		}
+		if v.Attrs != "" {
+			w(`\builtin declare -%s %s`, v.Attrs, v.Name)
+		}
+	}
+	for _, n := range st.Readonly {
+		w(`\builtin readonly %s`, n)
+	}
+	for i := len(st.Dirs) - 1; i >= 0; i-- {
+		w(`\builtin pushd -n -- %s >/dev/null`, quote(st.Dirs[i]))
+	}
+	if st.Umask != "" {
+		w(`\builtin umask %s`, st.Umask)
+	}
+	for _, name := range sortedKeys(st.Functions) {
+		w(`\builtin eval %s`, quote(st.Functions[name]))
+	}
+	for _, name := range sortedKeys(st.Aliases) {
+		w(`\builtin alias -- %s`, quote(name+"="+st.Aliases[name]))
+	}
+	var set, shopt []string
+	last := map[string]bool{"errexit": true, "nounset": true, "verbose": true, "xtrace": true}
+	for _, name := range sortedKeys(st.Options) {
+		if bashSetOptions[name] {
+			if !last[name] {
+				set = append(set, flag(st.Options[name])+"o "+name)
+			}
+		} else if name != "expand_aliases" {
+			shopt = append(shopt, name)
+		}
+	}
+	for _, name := range shopt {
+		w(`\builtin shopt -%s %s`, map[bool]string{true: "s", false: "u"}[st.Options[name]], name)
+	}
+	if on, ok := st.Options["expand_aliases"]; !ok || on {
+		w(`\builtin shopt -s expand_aliases`)
+	}
+	if len(set) > 0 {
+		w(`\builtin set %s`, strings.Join(set, " "))
+	}
+	for _, name := range []string{"nounset", "errexit", "verbose", "xtrace"} {
+		if on, ok := st.Options[name]; ok {
+			w(`\builtin set %so %s`, flag(on), name)
+		}
+	}
+	return b.String()
+}
+
+func flag(on bool) string {
+	if on {
+		return "-"
+	}
+	return "+"
+}
