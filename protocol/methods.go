@@ -31,6 +31,8 @@ type SessionCreateParams struct {
 	TimeoutS   *float64          `json:"timeout_s"`
 	Rows       *int              `json:"rows"`
 	Cols       *int              `json:"cols"`
+	// State, when set, is applied to the new shell (SPEC §17).
+	State *ShellState `json:"state,omitempty"`
 }
 
 // SessionRef names a session by id or name.
@@ -65,6 +67,8 @@ type SessionInfo struct {
 	EndCause string `json:"end_cause,omitempty"`
 	// Command is the command running now (session.info only; SPEC §8).
 	Command *ExecSummary `json:"command,omitempty"`
+	// Parent is the session this one was forked from (SPEC §17).
+	Parent string `json:"parent,omitempty"`
 }
 
 // ExecParams are the parameters of exec.run and exec.stream.

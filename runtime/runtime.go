@@ -94,13 +94,15 @@ var methods = map[string]handlerFunc{
 	protocol.MethodSessionOutput:  (*Runtime).sessionOutput,
 	protocol.MethodSystemPing:     (*Runtime).systemPing,
 	protocol.MethodSystemStats:    (*Runtime).systemStats,
+	protocol.MethodSessionState:   (*Runtime).sessionState,
+	protocol.MethodSessionFork:    (*Runtime).sessionFork,
 }
 
 // Handle implements protocol.Handler.
 func (rt *Runtime) Handle(ctx context.Context, call *protocol.Call) (*protocol.Reply, error) {
 	h, ok := methods[call.Method]
 	if !ok {
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q; methods are session.create, session.list, session.info, session.destroy, session.screen, session.resize, session.output, exec.run, exec.stream, exec.read, exec.attach, exec.cancel, exec.input, exec.wait, exec.list, system.ping, system.stats", clip(call.Method, 64))
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "unknown method %q; methods are session.create, session.list, session.info, session.destroy, session.screen, session.resize, session.output, session.state, session.fork, exec.run, exec.stream, exec.read, exec.attach, exec.cancel, exec.input, exec.wait, exec.list, system.ping, system.stats", clip(call.Method, 64))
 	}
 	rt.mu.Lock()
 	if rt.closing {

@@ -17,25 +17,9 @@ func (rt *Runtime) sessionCreate(_ context.Context, call *protocol.Call) (*proto
 	if err := protocol.DecodeParams(call.Params, &p); err != nil {
 		return nil, err
 	}
-	cfg := session.Config{Shell: p.Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name, IsolationKey: call.IsolationKey}
-	if p.TimeoutS != nil {
-		d, err := seconds("timeout_s", *p.TimeoutS)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Timeout = d
-	}
-	if p.Rows != nil {
-		if *p.Rows <= 0 {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "rows must be between 1 and 1000")
-		}
-		cfg.Rows = *p.Rows
-	}
-	if p.Cols != nil {
-		if *p.Cols <= 0 {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "cols must be between 1 and 1000")
-		}
-		cfg.Cols = *p.Cols
+	cfg, err := createConfig(p, call.IsolationKey)
+	if err != nil {
+		return nil, err
 	}
 	s, err := rt.sessions.Create(cfg)
 	if err != nil {
@@ -71,6 +55,7 @@ func info(s *session.Session) protocol.SessionInfo {
 		Cols:        in.Cols,
 		ExitCode:    in.ExitCode,
 		EndCause:    in.EndCause,
+		Parent:      in.Parent,
 	}
 }
 

@@ -103,7 +103,7 @@ func (s *Session) prepareStateFiles(script string) error {
 		name string
 		mode os.FileMode
 		data string
-	}{{"out", 0o660, ""}, {"aux", 0o660, ""}, {"err", 0o660, ""}, {"sh", 0o640, script}} {
+	}{{"out", 0o660, ""}, {"aux", 0o660, ""}, {"aux.traps", 0o660, ""}, {"err", 0o660, ""}, {"sh", 0o640, script}} {
 		p := s.stateFile(f.name)
 		if err := os.WriteFile(p, []byte(f.data), 0o600); err != nil {
 			return fmt.Errorf("write %s: %w", p, err)
@@ -257,10 +257,7 @@ func (s *Session) ApplyState(ctx context.Context, st *ShellState) error {
 	}
 	apply := *st
 	if s.lease != nil {
-		// An isolated session keeps its own home: the state's is
-		// another uid's.
-		apply.Env = maps(st.Env)
-		delete(apply.Env, "HOME")
+		apply.rehome(s.lease.home)
 	}
 	if err := s.prepareStateFiles(ss.writer(&apply, base, s.nonce)); err != nil {
 		return err
@@ -276,6 +273,35 @@ func (s *Session) ApplyState(ctx context.Context, st *ShellState) error {
 		return errorf(ErrInvalid, "the state could not be applied: the shell said: %s", clipText(string(msg), 500))
 	}
 	return nil
+}
+
+// rehome adapts a state for an isolated session, whose uid owns home: it
+// keeps its own HOME (the state's is another uid's), paths under the old
+// home move under the new one, and a working directory that does not
+// exist there (the files were not copied: that is the files API's
+// business) becomes the new home.
+func (st *ShellState) rehome(home string) {
+	old := st.Env["HOME"]
+	st.Env = maps(st.Env)
+	st.Env["HOME"] = home
+	move := func(p string) string {
+		if old != "" && old != "/" && (p == old || strings.HasPrefix(p, old+"/")) {
+			return home + p[len(old):]
+		}
+		return p
+	}
+	if v, ok := st.Env["OLDPWD"]; ok {
+		st.Env["OLDPWD"] = move(v)
+	}
+	st.Cwd = move(st.Cwd)
+	if fi, err := os.Stat(st.Cwd); err != nil || !fi.IsDir() {
+		st.Cwd = home
+	}
+	dirs := make([]string, len(st.Dirs))
+	for i, d := range st.Dirs {
+		dirs[i] = move(d)
+	}
+	st.Dirs = dirs
 }
 
 func maps(m map[string]string) map[string]string {

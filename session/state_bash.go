@@ -2,90 +2,78 @@ package session
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 )
 
 // bashState reads a bash session's state with bash's own introspection:
-// variable names from ${!X@} for every first letter, attributes from
-// ${name@a}, array keys and values through eval of the (checked) name,
-// functions from `declare -f`, aliases from BASH_ALIASES, the stack from
-// DIRSTACK; every value written with printf '%s\0'.
+// variables from one `declare -p` (bash's own quoting, parsed by
+// parseDeclare: one builtin call is far cheaper than a loop over the
+// variables), functions from `declare -f` one by one, aliases from
+// BASH_ALIASES, the stack from DIRSTACK; values written with printf
+// '%s\0'.
 type bashState struct{}
 
 // bashReader is the reader file; TRL_ stands for trl's nonce-named
-// prefix, OUT and AUX for the files' quoted paths. It reads the options
+// prefix, OUT, FN and TRAPS for the files' quoted paths. The reader writes
+// to its stdout, the state file (one redirection for the whole: a
+// redirection per command costs more than the command), so the DEBUG,
+// RETURN and ERR traps, whose output would land in it, are taken away
+// while it runs and put back after from `trap -p`. It reads the options
 // first, then saves them (local -) and turns off those that would change
 // its own working (errexit, nounset, xtrace; nocasematch by hand).
-const bashReader = `TRL_s() {
-\builtin local TRL_v TRL_a TRL_k TRL_l TRL_c=0
-\builtin local -a TRL_n TRL_w TRL_f
-\builtin printf 'X\0%s\0o\0' "${TRL_x-1}" >&7
-\builtin set -o >&7
-\builtin printf '\0s\0' >&7
-\builtin shopt >&7
-\builtin printf '\0' >&7
+const bashReader = `\builtin trap - DEBUG RETURN ERR
+TRL_s() {
+\builtin local TRL_k TRL_l TRL_c=0
+\builtin local -a TRL_f
+\builtin printf 'X\0%s\0o\0' "${TRL_x-1}"
+\builtin set -o
+\builtin printf '\0s\0'
+\builtin shopt
+\builtin printf '\0'
 if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null; fi
 \builtin local -
 \builtin set +euvx +o pipefail
 \builtin shopt -q nocasematch && TRL_c=1
 \builtin shopt -u nocasematch
-\builtin printf 'C\0%s\0U\0' "$PWD" >&7
-\builtin umask >&7
-\builtin printf '\0' >&7
-for TRL_v in LETTERS; do
-  if [[ -R $TRL_v ]]; then
-    \builtin eval "TRL_l=\${!$TRL_v}"
-    \builtin printf 'n\0%s\0\0%s\0' "$TRL_v" "$TRL_l" >&7
-    continue
-  fi
-  TRL_a=${!TRL_v@a}
-  if [[ $TRL_a == *[aA]* ]]; then
-    \builtin eval "TRL_n=(\"\${!$TRL_v[@]}\"); TRL_w=(\"\${$TRL_v[@]}\")"
-    if [[ $TRL_a == *A* ]]; then TRL_k=A; else TRL_k=a; fi
-    \builtin printf '%s\0%s\0%s\0%s\0' "$TRL_k" "$TRL_v" "$TRL_a" "${#TRL_n[@]}" >&7
-    if (( ${#TRL_n[@]} )); then \builtin printf '%s\0' "${TRL_n[@]}" "${TRL_w[@]}" >&7; fi
-  else
-    \builtin printf 'v\0%s\0%s\0%s\0' "$TRL_v" "$TRL_a" "${!TRL_v}" >&7
-  fi
-done
-\builtin declare -F >|AUX
-\builtin mapfile -t TRL_f <AUX
+\builtin printf 'C\0%s\0U\0' "$PWD"
+\builtin umask
+\builtin printf '\0p\0'
+\builtin declare -p
+\builtin printf '\0'
+\builtin declare -F >|FN
+\builtin mapfile -t TRL_f <FN
 for TRL_l in "${TRL_f[@]}"; do
   TRL_l=${TRL_l#declare -}
   TRL_k=${TRL_l#* }
-  \builtin printf 'f\0%s\0%s\0' "$TRL_k" "${TRL_l%% *}" >&7
-  \builtin declare -f -- "$TRL_k" >&7
-  \builtin printf '\0' >&7
+  \builtin printf 'f\0%s\0%s\0' "$TRL_k" "${TRL_l%% *}"
+  \builtin declare -f -- "$TRL_k"
+  \builtin printf '\0'
 done
 for TRL_k in "${!BASH_ALIASES[@]}"; do
-  \builtin printf 'l\0%s\0%s\0' "$TRL_k" "${BASH_ALIASES[$TRL_k]}" >&7
+  \builtin printf 'l\0%s\0%s\0' "$TRL_k" "${BASH_ALIASES[$TRL_k]}"
 done
-\builtin printf 'd\0%s\0' "${#DIRSTACK[@]}" >&7
-\builtin printf '%s\0' "${DIRSTACK[@]}" >&7
-\builtin printf 't\0' >&7
-\builtin trap -p >&7
-\builtin printf '\0j\0' >&7
-\builtin jobs >&7
-\builtin printf '\0E\0' >&7
+\builtin printf 'd\0%s\0' "${#DIRSTACK[@]}"
+\builtin printf '%s\0' "${DIRSTACK[@]}"
+TRL_l=
+\builtin read -r -d '' TRL_l <TRAPS || \builtin true
+\builtin printf 't\0%s\0j\0' "$TRL_l"
+\builtin jobs
+\builtin printf '\0E\0'
 if (( TRL_c )); then \builtin shopt -s nocasematch; fi
 }
-TRL_s 7>|OUT || \builtin true
+TRL_s >|OUT || \builtin true
 \builtin unset -f TRL_s
+TRL_t=
+\builtin read -r -d '' TRL_t <TRAPS || \builtin true
+\builtin eval "$TRL_t"
+\builtin unset -v TRL_t
 `
 
-// letterPrefixes is "${!A@}" ... "${!_@}": every variable name.
-func letterPrefixes() string {
-	var b strings.Builder
-	for _, r := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_" {
-		fmt.Fprintf(&b, `"${!%c@}" `, r)
-	}
-	return b.String()
-}
-
 func (bashState) reader(nonce, out, aux string) string {
-	r := strings.NewReplacer("TRL_", trlName(nonce, ""), "LETTERS", letterPrefixes(), "OUT", quote(out), "AUX", quote(aux))
+	r := strings.NewReplacer("TRL_", trlName(nonce, ""), "OUT", quote(out), "FN", quote(aux), "TRAPS", quote(aux+".traps"))
 	return r.Replace(bashReader)
 }
 
@@ -98,7 +86,11 @@ func (bashState) line(nonce, file, errFile string, keepAliases bool) string {
 	if !keepAliases {
 		return `\builtin shopt -u expand_aliases; ` + src
 	}
-	return x + `=0; \builtin shopt -q expand_aliases && ` + x + `=1; \builtin shopt -u expand_aliases; ` + src +
+	// The traps are listed here, outside the sourced file: inside it, bash
+	// hides the ERR trap (the file runs where errexit is ignored) and,
+	// without functrace, the DEBUG trap.
+	traps := filepath.Join(filepath.Dir(file), "state.aux.traps")
+	return x + `=0; \builtin shopt -q expand_aliases && ` + x + `=1; \builtin shopt -u expand_aliases; \builtin trap -p >|` + quote(traps) + `; ` + src +
 		`; \builtin test "$` + x + `" = 1 && \builtin shopt -s expand_aliases; \builtin unset -v ` + x
 }
 
@@ -155,56 +147,48 @@ func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
 			st.Cwd = f.next()
 		case "U":
 			st.Umask = umaskText(f.next())
-		case "n":
-			name, _, target := f.next(), f.next(), f.next()
-			if !own(name) {
-				st.Vars = append(st.Vars, Var{Name: name, Kind: "nameref", Value: target})
+		case "p":
+			decls, err := parseDeclare(f.next())
+			if err != nil {
+				return nil, err
 			}
-		case "v":
-			name, attrs, value := f.next(), f.next(), f.next()
-			if own(name) {
-				continue
-			}
-			attrs = bashAttrs(attrs, name, readonly)
-			if attrs == "x" {
-				st.Env[name] = value
-			} else {
-				st.Vars = append(st.Vars, Var{Name: name, Kind: "scalar", Value: value, Attrs: attrs})
-			}
-		case "a", "A":
-			name, attrs, n := f.next(), f.next(), f.int()
-			keys := make([]string, n)
-			vals := make([]string, n)
-			for i := range keys {
-				keys[i] = f.next()
-			}
-			for i := range vals {
-				vals[i] = f.next()
-			}
-			if own(name) {
-				continue
-			}
-			v := Var{Name: name, Attrs: bashAttrs(attrs, name, readonly)}
-			if tag == "A" {
-				v.Kind, v.Assoc = "assoc", map[string]string{}
-				for i, k := range keys {
-					v.Assoc[k] = vals[i]
+			for _, d := range decls {
+				if !d.set || own(d.name) {
+					continue
 				}
-			} else {
-				v.Kind, v.Array = "array", vals
-				dense := true
-				idx := make([]int, n)
-				for i, k := range keys {
-					idx[i], _ = strconv.Atoi(k)
-					if idx[i] != i {
-						dense = false
+				attrs := bashAttrs(d.flags, d.name, readonly)
+				switch {
+				case strings.Contains(d.flags, "n"):
+					st.Vars = append(st.Vars, Var{Name: d.name, Kind: "nameref", Value: d.value})
+				case strings.Contains(d.flags, "A"):
+					v := Var{Name: d.name, Kind: "assoc", Assoc: map[string]string{}, Attrs: attrs}
+					for i, k := range d.keys {
+						v.Assoc[k] = d.vals[i]
 					}
-				}
-				if !dense {
-					v.Indices = idx
+					st.Vars = append(st.Vars, v)
+				case strings.Contains(d.flags, "a") || d.compound:
+					v := Var{Name: d.name, Kind: "array", Array: d.vals, Attrs: attrs}
+					idx := make([]int, len(d.keys))
+					dense := true
+					for i, k := range d.keys {
+						idx[i], _ = strconv.Atoi(k)
+						if idx[i] != i {
+							dense = false
+						}
+					}
+					if !dense {
+						v.Indices = idx
+					}
+					if v.Array == nil {
+						v.Array = []string{}
+					}
+					st.Vars = append(st.Vars, v)
+				case attrs == "x":
+					st.Env[d.name] = d.value
+				default:
+					st.Vars = append(st.Vars, Var{Name: d.name, Kind: "scalar", Value: d.value, Attrs: attrs})
 				}
 			}
-			st.Vars = append(st.Vars, v)
 		case "f":
 			name, flags, def := f.next(), f.next(), f.next()
 			if reservedName(name) {
@@ -250,7 +234,7 @@ func bashAttrs(attrs, name string, readonly map[string]bool) string {
 	var keep []byte
 	for i := 0; i < len(attrs); i++ {
 		switch c := attrs[i]; c {
-		case 'a', 'A':
+		case 'a', 'A', 'n', '-':
 		case 'r':
 			readonly[name] = true
 		default:

@@ -441,3 +441,34 @@ func TestStateBashHistory(t *testing.T) {
 	out, _, _ := run2(t, s, `history`)
 	assert.NotContains(t, out, trlName(s.nonce, "x"))
 }
+
+// TestStateBashTraps: a DEBUG trap inherited by functions (set -T) and an
+// ERR trap (set -E) do not write into the state, are listed as not
+// carried, and are in place afterwards.
+func TestStateBashTraps(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	s, err := newManager(t).Create(Config{Shell: bash})
+	require.NoError(t, err)
+	_, _, st := run2(t, s, `set -T -E; trap 'echo DBG' DEBUG; trap 'echo ERR' ERR; trap 'echo RET' RETURN; v=1`)
+	require.Equal(t, 0, st.ExitCode)
+	stop := quietly(s)
+	state, err := s.State(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, stop())
+	assert.True(t, state.Options["functrace"])
+	assert.True(t, state.Options["errtrace"])
+	var traps []string
+	for _, n := range state.NotCarried {
+		if n.What == "trap" {
+			traps = append(traps, n.Detail)
+		}
+	}
+	assert.Len(t, traps, 3, "%q", traps)
+	out, _, _ := run2(t, s, `trap -p DEBUG ERR RETURN`)
+	for _, want := range []string{"trap -- 'echo DBG' DEBUG\n", "trap -- 'echo RET' RETURN\n", "trap -- 'echo ERR' ERR\n"} {
+		assert.Contains(t, out, want)
+	}
+}

@@ -50,7 +50,7 @@ type Options struct {
 // Groups are the measurement groups, in the order they run. Memory comes
 // first, on a daemon that has done nothing yet: later groups leave freed
 // heap behind that new sessions would reuse, hiding their cost.
-var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream", "screen", "interactive"}
+var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream", "screen", "interactive", "state"}
 
 // plan is how much of each measurement a run does.
 type plan struct {
@@ -110,7 +110,9 @@ type Report struct {
 	// Interactive is SPEC §8: how soon a prompt is told, and a REPL's
 	// round trip.
 	Interactive *Interactive `json:"interactive"`
-	Goals       []Goal       `json:"goals"`
+	// State is SPEC §17: session.state and session.fork.
+	State *StateBench `json:"state"`
+	Goals []Goal      `json:"goals"`
 }
 
 // Config records how the run was made.
@@ -174,6 +176,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		"stream":      func() { rep.Stream = r.stream() },
 		"screen":      func() { rep.Screen = r.screen() },
 		"interactive": func() { rep.Interactive = r.interactive() },
+		"state":       func() { rep.State = r.state() },
 	}
 	for _, g := range Groups {
 		if len(o.Only) > 0 && !slices.Contains(o.Only, g) {

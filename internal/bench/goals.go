@@ -25,6 +25,8 @@ const (
 	goalScreenP50US     = 200
 	goalWaitingP95US    = 500_000
 	goalRenderRatio     = 10
+	goalForkOverCreate  = 2
+	goalStateP50US      = 5000
 )
 
 func goals(rep *Report) []Goal {
@@ -106,6 +108,13 @@ func goals(rep *Report) []Goal {
 		prompt = in.ToWaiting
 	}
 	add("waiting_input told p95 ≤ 500 ms after the prompt", prompt != nil, prompt != nil && prompt.P95US <= goalWaitingP95US, "p95 %s", fmtUS(p95(prompt)))
+	var state *Stats
+	var forkRatio float64
+	if sb := rep.State; sb != nil {
+		state, forkRatio = sb.State, sb.ForkOverCreate
+	}
+	add("session.fork p50 ≤ 2× session.create p50", forkRatio > 0, forkRatio <= goalForkOverCreate, "%.2f×", forkRatio)
+	add("session.state p50 ≤ 5 ms (bash, 200 vars, 50 functions)", state != nil, state != nil && state.P50US <= goalStateP50US, "%s", fmtUS(p50(state)))
 	return gs
 }
 

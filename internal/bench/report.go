@@ -34,6 +34,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	cancelTable(tw, rep.Cancel)
 	screenTable(tw, rep.Screen)
 	interactiveTable(tw, rep.Interactive)
+	stateTable(tw, rep.State)
 	goalsTable(tw, rep.Goals)
 	tw.Flush()
 	_, err := io.WriteString(w, b.String())
