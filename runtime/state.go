@@ -32,9 +32,8 @@ func (rt *Runtime) SessionFork(ctx context.Context, p protocol.SessionForkParams
 	if err != nil {
 		return protocol.SessionInfo{}, err
 	}
-	st, err := src.State(ctx)
-	if err != nil {
-		return protocol.SessionInfo{}, err
+	if src.Running() != nil {
+		return protocol.SessionInfo{}, protocol.Errorf(protocol.CodeSessionBusy, "session %s is running a command; its state can be read once it is idle", src.ID())
 	}
 	cp := protocol.SessionCreateParams{
 		Shell: src.Info().Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name,
@@ -44,7 +43,25 @@ func (rt *Runtime) SessionFork(ctx context.Context, p protocol.SessionForkParams
 	if err != nil {
 		return protocol.SessionInfo{}, err
 	}
-	cfg.State = overrideState(st, cp)
+	// The source's state is read while the new shell starts. The reader
+	// ends with State (bounded by its own timeout); its answer waits in
+	// the buffered channel if Create fails before asking.
+	type read struct {
+		st  *session.ShellState
+		err error
+	}
+	ch := make(chan read, 1)
+	go func() {
+		st, err := src.State(ctx)
+		ch <- read{st, err}
+	}()
+	cfg.StateFrom = func() (*session.ShellState, error) {
+		r := <-ch
+		if r.err != nil {
+			return nil, r.err
+		}
+		return overrideState(r.st, cp), nil
+	}
 	cfg.Parent = src.ID()
 	s, err := rt.sessions.Create(cfg)
 	if err != nil {

@@ -158,8 +158,15 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 		// start owns the lease from here, on every path.
 		s, err = start(NewID("s-", 6), cfg, m.opts, m.log, l)
 	}
-	if err == nil && cfg.State != nil {
-		if err = s.ApplyState(context.Background(), cfg.State); err != nil {
+	if err == nil && (cfg.State != nil || cfg.StateFrom != nil) {
+		st := cfg.State
+		if cfg.StateFrom != nil {
+			st, err = cfg.StateFrom()
+		}
+		if err == nil {
+			err = s.ApplyState(context.Background(), st)
+		}
+		if err != nil {
 			s.Close()
 		}
 	}

@@ -233,10 +233,38 @@ func (s *Session) State(ctx context.Context) (*ShellState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the shell's state: %w", err)
 	}
+	if bs, ok := ss.(bashState); ok && st.Functions == nil {
+		if err := s.bashFunctionsOneByOne(ctx, bs, st); err != nil {
+			return nil, err
+		}
+	}
 	st.Shell = s.dialect.name
 	st.NotCarried = append(st.NotCarried, s.processNotCarried()...)
 	st.normalize()
 	return st, nil
+}
+
+// bashFunctionsOneByOne reads bash's functions with a second line, one
+// `declare -f` each, when the one listing of them all could not be split
+// for sure.
+func (s *Session) bashFunctionsOneByOne(ctx context.Context, bs bashState, st *ShellState) error {
+	if err := s.prepareStateFiles(bs.functionsReader(s.nonce, s.stateFile("out"), s.stateFile("aux"))); err != nil {
+		return err
+	}
+	if err := s.runOwn(ctx, bs.line(s.nonce, s.stateFile("sh"), "/dev/null", true)); err != nil {
+		return err
+	}
+	out, err := s.readStateFile("out")
+	if err != nil {
+		return err
+	}
+	fs, err := bs.parse(out, s.nonce)
+	if err != nil {
+		return fmt.Errorf("read the shell's functions: %w", err)
+	}
+	st.Functions = fs.Functions
+	st.NotCarried = append(st.NotCarried, fs.NotCarried...)
+	return nil
 }
 
 // ApplyState applies st to the session, which must be new (no command

@@ -11,7 +11,7 @@ import (
 // bashState reads a bash session's state with bash's own introspection:
 // variables from one `declare -p` (bash's own quoting, parsed by
 // parseDeclare: one builtin call is far cheaper than a loop over the
-// variables), functions from `declare -f` one by one, aliases from
+// variables), functions from one `declare -f` (see splitFunctions), aliases from
 // BASH_ALIASES, the stack from DIRSTACK; values written with printf
 // '%s\0'.
 type bashState struct{}
@@ -27,7 +27,6 @@ type bashState struct{}
 const bashReader = `\builtin trap - DEBUG RETURN ERR
 TRL_s() {
 \builtin local TRL_k TRL_l TRL_c=0
-\builtin local -a TRL_f
 \builtin printf 'X\0%s\0o\0' "${TRL_x-1}"
 \builtin set -o
 \builtin printf '\0s\0'
@@ -43,15 +42,11 @@ if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/nul
 \builtin printf '\0p\0'
 \builtin declare -p
 \builtin printf '\0'
-\builtin declare -F >|FN
-\builtin mapfile -t TRL_f <FN
-for TRL_l in "${TRL_f[@]}"; do
-  TRL_l=${TRL_l#declare -}
-  TRL_k=${TRL_l#* }
-  \builtin printf 'f\0%s\0%s\0' "$TRL_k" "${TRL_l%% *}"
-  \builtin declare -f -- "$TRL_k"
-  \builtin printf '\0'
-done
+\builtin printf 'F\0'
+\builtin declare -F
+\builtin printf '\0B\0'
+\builtin declare -f
+\builtin printf '\0'
 for TRL_k in "${!BASH_ALIASES[@]}"; do
   \builtin printf 'l\0%s\0%s\0' "$TRL_k" "${BASH_ALIASES[$TRL_k]}"
 done
@@ -71,6 +66,90 @@ TRL_t=
 \builtin eval "$TRL_t"
 \builtin unset -v TRL_t
 `
+
+// bashFunctionsReader prints the functions one by one: the fallback when
+// one `declare -f` of them all cannot be split for sure (see
+// splitFunctions).
+const bashFunctionsReader = `\builtin trap - DEBUG RETURN ERR
+TRL_s() {
+\builtin local TRL_k TRL_l
+\builtin local -a TRL_f
+if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null; fi
+\builtin declare -F >|FN
+\builtin mapfile -t TRL_f <FN
+for TRL_l in "${TRL_f[@]}"; do
+  TRL_l=${TRL_l#declare -}
+  TRL_k=${TRL_l#* }
+  \builtin printf 'f\0%s\0%s\0' "$TRL_k" "${TRL_l%% *}"
+  \builtin declare -f -- "$TRL_k"
+  \builtin printf '\0'
+done
+\builtin printf 'E\0'
+}
+TRL_s >|OUT || \builtin true
+\builtin unset -f TRL_s
+TRL_t=
+\builtin read -r -d '' TRL_t <TRAPS || \builtin true
+\builtin eval "$TRL_t"
+\builtin unset -v TRL_t
+`
+
+func (bashState) functionsReader(nonce, out, aux string) string {
+	r := strings.NewReplacer("TRL_", trlName(nonce, ""), "OUT", quote(out), "FN", quote(aux), "TRAPS", quote(aux+".traps"))
+	return r.Replace(bashFunctionsReader)
+}
+
+// errSplitFunctions says the functions must be read one by one.
+var errSplitFunctions = fmt.Errorf("functions cannot be split for sure")
+
+// splitFunctions splits one `declare -f` of every function (sorted by
+// name, as `declare -F` lists them) into definitions. Each starts with
+// "name () \n" at a line start; that header could also be the text of a
+// here-document or string of the function before, so the split is used
+// only when every header occurs exactly once, in order: then the
+// occurrences are the real starts.
+func splitFunctions(list, all string) (map[string]string, []string, error) {
+	var names, flags []string
+	for _, l := range strings.Split(strings.TrimSuffix(list, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		rest, ok := strings.CutPrefix(l, "declare -")
+		fl, name, ok2 := strings.Cut(rest, " ")
+		if !ok || !ok2 || name == "" {
+			return nil, nil, errSplitFunctions
+		}
+		names, flags = append(names, name), append(flags, fl)
+	}
+	starts := make([]int, len(names))
+	text := "\n" + all
+	for i, name := range names {
+		h := "\n" + name + " () \n"
+		if strings.Count(text, h) != 1 {
+			return nil, nil, errSplitFunctions
+		}
+		starts[i] = strings.Index(text, h) + 1
+		if i > 0 && starts[i] <= starts[i-1] {
+			return nil, nil, errSplitFunctions
+		}
+	}
+	if len(names) > 0 && starts[0] != 1 {
+		return nil, nil, errSplitFunctions
+	}
+	defs := make(map[string]string, len(names))
+	var exported []string
+	for i, name := range names {
+		end := len(text)
+		if i+1 < len(names) {
+			end = starts[i+1]
+		}
+		defs[name] = strings.TrimSuffix(text[starts[i]:end], "\n")
+		if strings.Contains(flags[i], "x") {
+			exported = append(exported, name)
+		}
+	}
+	return defs, exported, nil
+}
 
 func (bashState) reader(nonce, out, aux string) string {
 	r := strings.NewReplacer("TRL_", trlName(nonce, ""), "OUT", quote(out), "FN", quote(aux), "TRAPS", quote(aux+".traps"))
@@ -132,6 +211,7 @@ func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
 		return reservedName(name) || notStateVars[name] || bashOwnVars[name]
 	}
 	readonly := map[string]bool{}
+	var list string
 	for !f.done() {
 		switch tag := f.next(); tag {
 		case "X":
@@ -189,6 +269,22 @@ func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
 					st.Vars = append(st.Vars, Var{Name: d.name, Kind: "scalar", Value: d.value, Attrs: attrs})
 				}
 			}
+		case "F":
+			list = f.next()
+		case "B":
+			defs, exported, err := splitFunctions(list, f.next())
+			if err != nil {
+				st.Functions = nil // read them one by one (see State)
+				continue
+			}
+			for name, def := range defs {
+				if !reservedName(name) {
+					st.Functions[name] = def
+				}
+			}
+			for _, name := range exported {
+				st.NotCarried = append(st.NotCarried, exportedFunction(name))
+			}
 		case "f":
 			name, flags, def := f.next(), f.next(), f.next()
 			if reservedName(name) {
@@ -196,7 +292,7 @@ func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
 			}
 			st.Functions[name] = strings.TrimSuffix(def, "\n")
 			if strings.Contains(flags, "x") {
-				st.NotCarried = append(st.NotCarried, NotCarried{What: "function", Detail: "function " + name + " is exported (export -f); it is carried as a plain function"})
+				st.NotCarried = append(st.NotCarried, exportedFunction(name))
 			}
 		case "l":
 			name, value := f.next(), f.next()
@@ -226,6 +322,10 @@ func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
 		return nil, f.err
 	}
 	return nil, fmt.Errorf("bash's state has no end mark: the reader did not finish")
+}
+
+func exportedFunction(name string) NotCarried {
+	return NotCarried{What: "function", Detail: "function " + name + " is exported (export -f); it is carried as a plain function"}
 }
 
 // bashAttrs takes the kind (a, A) and readonly (r, recorded) out of
@@ -311,8 +411,10 @@ func (bashState) writer(st *ShellState, base map[string]string, _ string) string
 	if st.Umask != "" {
 		w(`\builtin umask %s`, st.Umask)
 	}
+	// Definitions as bash printed them: parsed here with aliases off, as
+	// eval would, without eval's cost.
 	for _, name := range sortedKeys(st.Functions) {
-		w(`\builtin eval %s`, quote(st.Functions[name]))
+		w(`%s`, st.Functions[name])
 	}
 	for _, name := range sortedKeys(st.Aliases) {
 		w(`\builtin alias -- %s`, quote(name+"="+st.Aliases[name]))

@@ -472,3 +472,32 @@ func TestStateBashTraps(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 }
+
+// TestStateBashFunctionsSplit: a function whose here-document holds the
+// header bash prints for the next function cannot be split out of one
+// `declare -f`; the functions are then read one by one, exactly, and the
+// history still holds none of trl's lines.
+func TestStateBashFunctionsSplit(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	s, err := newManager(t).Create(Config{Shell: bash})
+	require.NoError(t, err)
+	_, _, st := run2(t, s, "a_f() { cat <<'EOF'\n}\nb_f () \n{ \nEOF\n}\nb_f() { echo b; }")
+	require.Equal(t, 0, st.ExitCode)
+	out, _, _ := run2(t, s, `history | wc -l`)
+	before, _ := strconv.Atoi(strings.TrimSpace(out))
+	state, err := s.State(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "b_f () \n{ \n    echo b\n}", state.Functions["b_f"])
+	assert.Equal(t, "a_f () \n{ \n    cat <<'EOF'\n}\nb_f () \n{ \nEOF\n\n}", state.Functions["a_f"])
+	out, _, _ = run2(t, s, `history | wc -l`)
+	after, _ := strconv.Atoi(strings.TrimSpace(out))
+	assert.Equal(t, before+1, after)
+
+	fork, err := newManager(t).Create(Config{Shell: bash, State: state})
+	require.NoError(t, err)
+	out, _, _ = run2(t, fork, `a_f; b_f`)
+	assert.Equal(t, "}\nb_f () \n{ \nb\n", out)
+}
