@@ -501,3 +501,19 @@ func TestStateBashFunctionsSplit(t *testing.T) {
 	out, _, _ = run2(t, fork, `a_f; b_f`)
 	assert.Equal(t, "}\nb_f () \n{ \nb\n", out)
 }
+
+// TestStateApplyFailure: a state the shell cannot apply (its working
+// directory does not exist here) fails session creation with the shell's
+// message, and leaves no session behind.
+func TestStateApplyFailure(t *testing.T) {
+	m := newManager(t)
+	st := &ShellState{Shell: "sh", Cwd: "/nonexistent-trl-dir", Env: map[string]string{"A": "1"}}
+	_, err := m.Create(Config{Shell: "/bin/sh", State: st, Name: "failing"})
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "nonexistent-trl-dir")
+	assert.Equal(t, 0, m.Len())
+	s, err := m.Create(Config{Shell: "/bin/sh", Name: "failing"})
+	require.NoError(t, err, "the name is free again")
+	out, _, _ := run2(t, s, "echo ok")
+	assert.Equal(t, "ok\n", out)
+}
