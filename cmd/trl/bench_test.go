@@ -45,6 +45,7 @@ func TestBenchQuick(t *testing.T) {
 		Parallel    map[string]any   `json:"parallel"`
 		Cancel      map[string]any   `json:"cancel"`
 		Interactive map[string]any   `json:"interactive"`
+		State       map[string]any   `json:"state"`
 		Goals       []map[string]any `json:"goals"`
 	}
 	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
@@ -64,7 +65,7 @@ func TestBenchQuick(t *testing.T) {
 	assert.True(t, l.HTTP.Skipped != "" || len(l.HTTP.ExecRun) > 0, "http: neither measured nor skipped")
 
 	for name, sec := range map[string]map[string]any{"stream": rep.Stream, "large_run": rep.LargeRun,
-		"sessions": rep.Sessions, "parallel": rep.Parallel, "cancel": rep.Cancel, "interactive": rep.Interactive} {
+		"sessions": rep.Sessions, "parallel": rep.Parallel, "cancel": rep.Cancel, "interactive": rep.Interactive, "state": rep.State} {
 		require.NotNil(t, sec, name)
 		assert.Nil(t, sec["error"], "%s: %v", name, sec["error"])
 	}
@@ -77,9 +78,11 @@ func TestBenchQuick(t *testing.T) {
 	assert.Len(t, rep.Sessions["steps"], 2, "at 3 and 6 sessions")
 	assert.NotNil(t, rep.Cancel["latency"])
 	assert.NotNil(t, rep.Interactive["to_waiting_input"])
+	assert.NotNil(t, rep.State["session_state"], "session.state measured")
+	assert.NotNil(t, rep.State["session_fork"], "session.fork measured")
 	levels, _ := rep.Parallel["levels"].([]any)
 	assert.Len(t, levels, 5, "1, 2, 4, 8 and 32 clients")
-	assert.Len(t, rep.Goals, 12)
+	assert.Len(t, rep.Goals, 14)
 }
 
 type benchPath struct {
