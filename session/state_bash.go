@@ -121,19 +121,31 @@ func splitFunctions(list, all string) (map[string]string, []string, error) {
 		}
 		names, flags = append(names, name), append(flags, fl)
 	}
-	starts := make([]int, len(names))
-	text := "\n" + all
+	// One pass over the lines: every line "X () " whose X is a listed
+	// name is a possible header; the split holds when they are exactly
+	// the listed names, each once, in order.
+	index := make(map[string]int, len(names))
 	for i, name := range names {
-		h := "\n" + name + " () \n"
-		if strings.Count(text, h) != 1 {
-			return nil, nil, errSplitFunctions
-		}
-		starts[i] = strings.Index(text, h) + 1
-		if i > 0 && starts[i] <= starts[i-1] {
-			return nil, nil, errSplitFunctions
-		}
+		index[name] = i
 	}
-	if len(names) > 0 && starts[0] != 1 {
+	text := all
+	var starts []int
+	for pos := 0; pos < len(text); {
+		end := strings.IndexByte(text[pos:], '\n')
+		if end < 0 {
+			end = len(text) - pos
+		}
+		if name, ok := strings.CutSuffix(text[pos:pos+end], " () "); ok {
+			if i, known := index[name]; known {
+				if i != len(starts) {
+					return nil, nil, errSplitFunctions
+				}
+				starts = append(starts, pos)
+			}
+		}
+		pos += end + 1
+	}
+	if len(starts) != len(names) || (len(names) > 0 && starts[0] != 0) {
 		return nil, nil, errSplitFunctions
 	}
 	defs := make(map[string]string, len(names))

@@ -180,16 +180,24 @@ func (p *wordParser) word(stop string) (string, error) {
 		switch c := p.s[p.i]; {
 		case c == '"':
 			p.i++
-			for ; p.i < len(p.s) && p.s[p.i] != '"'; p.i++ {
-				if p.s[p.i] == '\\' && p.i+1 < len(p.s) && strings.IndexByte("\"\\$`", p.s[p.i+1]) >= 0 {
+			for {
+				j := strings.IndexAny(p.s[p.i:], "\"\\")
+				if j < 0 {
+					return "", fmt.Errorf("unterminated double quote")
+				}
+				b.WriteString(p.s[p.i : p.i+j])
+				p.i += j
+				if p.s[p.i] == '"' {
+					p.i++
+					break
+				}
+				// A backslash: it escapes only " \ $ and `.
+				if p.i+1 < len(p.s) && strings.IndexByte("\"\\$`", p.s[p.i+1]) >= 0 {
 					p.i++
 				}
 				b.WriteByte(p.s[p.i])
+				p.i++
 			}
-			if p.i >= len(p.s) {
-				return "", fmt.Errorf("unterminated double quote")
-			}
-			p.i++
 		case c == '\'':
 			j := strings.IndexByte(p.s[p.i+1:], '\'')
 			if j < 0 {
@@ -216,15 +224,18 @@ func (p *wordParser) word(stop string) (string, error) {
 // ansiC decodes the body of $'...' up to its closing quote, as bash does.
 func (p *wordParser) ansiC(b *strings.Builder) error {
 	for p.i < len(p.s) {
-		c := p.s[p.i]
-		if c == '\'' {
+		j := strings.IndexAny(p.s[p.i:], "'\\")
+		if j < 0 {
+			break
+		}
+		b.WriteString(p.s[p.i : p.i+j])
+		p.i += j
+		if p.s[p.i] == '\'' {
 			p.i++
 			return nil
 		}
-		if c != '\\' || p.i+1 >= len(p.s) {
-			b.WriteByte(c)
-			p.i++
-			continue
+		if p.i+1 >= len(p.s) {
+			break
 		}
 		p.i++
 		e := p.s[p.i]
