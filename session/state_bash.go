@@ -414,8 +414,8 @@ func (bashState) writer(st *ShellState, base map[string]string, _ string) string
 			w(`\builtin declare -%s %s`, v.Attrs, v.Name)
 		}
 	}
-	for _, n := range st.Readonly {
-		w(`\builtin readonly %s`, n)
+	if len(st.Readonly) > 0 {
+		w(`\builtin readonly %s`, strings.Join(st.Readonly, " "))
 	}
 	for i := len(st.Dirs) - 1; i >= 0; i-- {
 		w(`\builtin pushd -n -- %s >/dev/null`, quote(st.Dirs[i]))
@@ -442,8 +442,19 @@ func (bashState) writer(st *ShellState, base map[string]string, _ string) string
 			shopt = append(shopt, name)
 		}
 	}
+	var on, off []string
 	for _, name := range shopt {
-		w(`\builtin shopt -%s %s`, map[bool]string{true: "s", false: "u"}[st.Options[name]], name)
+		if st.Options[name] {
+			on = append(on, name)
+		} else {
+			off = append(off, name)
+		}
+	}
+	if len(on) > 0 {
+		w(`\builtin shopt -s %s`, strings.Join(on, " "))
+	}
+	if len(off) > 0 {
+		w(`\builtin shopt -u %s`, strings.Join(off, " "))
 	}
 	if on, ok := st.Options["expand_aliases"]; !ok || on {
 		w(`\builtin shopt -s expand_aliases`)
