@@ -617,6 +617,18 @@ func (f *fields) int() int {
 	return n
 }
 
+// count reads a count of fields to follow: never more than the bytes
+// left (each field takes at least its NUL), so a state file written by
+// an isolated session cannot make the daemon allocate without bound.
+func (f *fields) count() int {
+	n := f.int()
+	if f.err == nil && (n < 0 || n > len(f.b)) {
+		f.err = fmt.Errorf("the state announces %d fields, more than it holds", n)
+		return 0
+	}
+	return n
+}
+
 func (f *fields) done() bool { return len(f.b) == 0 || f.err != nil }
 
 // scriptQuote is quote for a value in trl's scripts.

@@ -312,7 +312,7 @@ func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
 				st.Aliases[name] = value
 			}
 		case "d":
-			n := f.int()
+			n := f.count()
 			for i := 0; i < n; i++ {
 				d := f.next()
 				if i > 0 {

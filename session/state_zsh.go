@@ -117,7 +117,7 @@ func (zshState) parse(out []byte, nonce string) (*ShellState, error) {
 		case "X":
 			aliasesOn = f.next()
 		case "o":
-			n := f.int()
+			n := f.count()
 			for i := 0; i+1 < n; i += 2 {
 				name, val := f.next(), f.next()
 				if !zshReservedOptions[name] {
@@ -135,7 +135,7 @@ func (zshState) parse(out []byte, nonce string) (*ShellState, error) {
 			if tag == "v" {
 				value = zshUnescape(f.next())
 			} else {
-				n := f.int()
+				n := f.count()
 				items = make([]string, n)
 				for i := range items {
 					items[i] = zshUnescape(f.next())
@@ -205,7 +205,7 @@ func (zshState) parse(out []byte, nonce string) (*ShellState, error) {
 				}
 			}
 		case "D":
-			n := f.int()
+			n := f.count()
 			for i := 0; i < n; i++ {
 				st.Dirs = append(st.Dirs, zshUnescape(f.next()))
 			}
