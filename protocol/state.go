@@ -53,9 +53,11 @@ type StateNotCarried struct {
 
 // SessionForkParams are session.fork's parameters: the source, and
 // session.create's parameters for the new session (its shell is the
-// source's; working_dir and env, when given, override the state's).
+// source's unless shell names another binary of the same kind;
+// working_dir and env, when given, override the state's).
 type SessionForkParams struct {
 	SessionID  string            `json:"session_id"`
+	Shell      string            `json:"shell"`
 	Env        map[string]string `json:"env"`
 	WorkingDir string            `json:"working_dir"`
 	Name       string            `json:"name"`

@@ -35,8 +35,12 @@ func (rt *Runtime) SessionFork(ctx context.Context, p protocol.SessionForkParams
 	if src.Running() != nil {
 		return protocol.SessionInfo{}, protocol.Errorf(protocol.CodeSessionBusy, "session %s is running a command; its state can be read once it is idle", src.ID())
 	}
+	shell := src.Info().Shell
+	if p.Shell != "" {
+		shell = p.Shell
+	}
 	cp := protocol.SessionCreateParams{
-		Shell: src.Info().Shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name,
+		Shell: shell, Env: p.Env, WorkingDir: p.WorkingDir, Name: p.Name,
 		TimeoutS: p.TimeoutS, Rows: p.Rows, Cols: p.Cols,
 	}
 	cfg, err := createConfig(cp, "")

@@ -63,13 +63,19 @@ func TestSessionStateForkOnTheWire(t *testing.T) {
 	runOut(t, rt, fid, `x=changed; cd /`)
 	assert.Equal(t, st, mustCall(t, rt, protocol.MethodSessionState, map[string]any{"session_id": sid}))
 
+	// A fork's shell must be of the source's kind.
+	_, perr := callJSON(t, rt, protocol.MethodSessionFork, map[string]any{"session_id": sid, "shell": "/bin/sh"})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+	assert.Contains(t, perr.Message, "bash")
+
 	// Busy.
 	ch := callAsync(rt, protocol.MethodExecRun, map[string]any{"session_id": sid, "command": "sleep 1"})
 	require.Eventually(t, func() bool {
 		in := mustCall(t, rt, protocol.MethodSessionInfo, map[string]any{"session_id": sid})
 		return in["state"] == "busy"
 	}, 10e9, 10e6)
-	_, perr := callJSON(t, rt, protocol.MethodSessionState, map[string]any{"session_id": sid})
+	_, perr = callJSON(t, rt, protocol.MethodSessionState, map[string]any{"session_id": sid})
 	require.NotNil(t, perr)
 	assert.Equal(t, protocol.CodeSessionBusy, perr.Code)
 	_, perr = callJSON(t, rt, protocol.MethodSessionFork, map[string]any{"session_id": sid})
