@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -92,19 +93,30 @@ const stateLimit = 64 << 20
 // stateTimeout bounds how long trl's own line may take.
 const stateTimeout = 30 * time.Second
 
-// The files of a state line, in the session's private directory.
-func (s *Session) stateFile(which string) string { return filepath.Join(s.tmpDir, "state."+which) }
+// stateFiles are the files of one state line, in the session's private
+// directory: named for the call (state-N.out, ...), so that two calls at
+// once never share one (the second's line is refused as busy, but its
+// files would have been made while the first's shell wrote them).
+type stateFiles struct{ base string }
 
-// prepareStateFiles makes the files the shell writes (out, aux, err) and
-// the one it reads (sh), empty; under isolation they are the session's
+var stateCalls atomic.Int64
+
+func (s *Session) newStateFiles() stateFiles {
+	return stateFiles{base: filepath.Join(s.tmpDir, "state-"+strconv.FormatInt(stateCalls.Add(1), 10)+".")}
+}
+
+func (f stateFiles) path(which string) string { return f.base + which }
+
+// prepare makes the files the shell writes (out, aux, aux.traps, err)
+// and the one it reads (sh); under isolation they are the session's
 // group's to write (see lease.share) or to read.
-func (s *Session) prepareStateFiles(script string) error {
+func (s *Session) prepare(sf stateFiles, script string) error {
 	for _, f := range []struct {
 		name string
 		mode os.FileMode
 		data string
 	}{{"out", 0o660, ""}, {"aux", 0o660, ""}, {"aux.traps", 0o660, ""}, {"err", 0o660, ""}, {"sh", 0o640, script}} {
-		p := s.stateFile(f.name)
+		p := sf.path(f.name)
 		if err := os.WriteFile(p, []byte(f.data), 0o600); err != nil {
 			return fmt.Errorf("write %s: %w", p, err)
 		}
@@ -117,14 +129,21 @@ func (s *Session) prepareStateFiles(script string) error {
 	return nil
 }
 
-// readStateFile reads one of the files the shell wrote, bounded.
-func (s *Session) readStateFile(which string) ([]byte, error) {
-	f, err := os.Open(s.stateFile(which))
+// remove deletes a call's files.
+func (f stateFiles) remove() {
+	for _, which := range []string{"out", "aux", "aux.traps", "err", "sh"} {
+		os.Remove(f.path(which))
+	}
+}
+
+// read reads one of the files the shell wrote, bounded.
+func (f stateFiles) read(which string) ([]byte, error) {
+	r, err := os.Open(f.path(which))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, stateLimit+1))
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, stateLimit+1))
 	if err != nil {
 		return nil, err
 	}
@@ -219,13 +238,15 @@ func (d dialect) state() stateShell {
 // session running a command answers ErrBusy.
 func (s *Session) State(ctx context.Context) (*ShellState, error) {
 	ss := s.dialect.state()
-	if err := s.prepareStateFiles(ss.reader(s.nonce, s.stateFile("out"), s.stateFile("aux"))); err != nil {
+	sf := s.newStateFiles()
+	defer sf.remove()
+	if err := s.prepare(sf, ss.reader(s.nonce, sf.path("out"), sf.path("aux"))); err != nil {
 		return nil, err
 	}
-	if err := s.runOwn(ctx, ss.line(s.nonce, s.stateFile("sh"), "/dev/null", true)); err != nil {
+	if err := s.runOwn(ctx, ss.line(s.nonce, sf.path("sh"), "/dev/null", true)); err != nil {
 		return nil, err
 	}
-	out, err := s.readStateFile("out")
+	out, err := sf.read("out")
 	if err != nil {
 		return nil, err
 	}
@@ -248,13 +269,15 @@ func (s *Session) State(ctx context.Context) (*ShellState, error) {
 // `declare -f` each, when the one listing of them all could not be split
 // for sure.
 func (s *Session) bashFunctionsOneByOne(ctx context.Context, bs bashState, st *ShellState) error {
-	if err := s.prepareStateFiles(bs.functionsReader(s.nonce, s.stateFile("out"), s.stateFile("aux"))); err != nil {
+	sf := s.newStateFiles()
+	defer sf.remove()
+	if err := s.prepare(sf, bs.functionsReader(s.nonce, sf.path("out"), sf.path("aux"))); err != nil {
 		return err
 	}
-	if err := s.runOwn(ctx, bs.line(s.nonce, s.stateFile("sh"), "/dev/null", true)); err != nil {
+	if err := s.runOwn(ctx, bs.line(s.nonce, sf.path("sh"), "/dev/null", true)); err != nil {
 		return err
 	}
-	out, err := s.readStateFile("out")
+	out, err := sf.read("out")
 	if err != nil {
 		return err
 	}
@@ -287,13 +310,15 @@ func (s *Session) ApplyState(ctx context.Context, st *ShellState) error {
 	if s.lease != nil {
 		apply.rehome(s.lease.home)
 	}
-	if err := s.prepareStateFiles(ss.writer(&apply, base, s.nonce)); err != nil {
+	sf := s.newStateFiles()
+	defer sf.remove()
+	if err := s.prepare(sf, ss.writer(&apply, base, s.nonce)); err != nil {
 		return err
 	}
-	if err := s.runOwn(ctx, ss.line(s.nonce, s.stateFile("sh"), s.stateFile("err"), false)); err != nil {
+	if err := s.runOwn(ctx, ss.line(s.nonce, sf.path("sh"), sf.path("err"), false)); err != nil {
 		return err
 	}
-	msg, err := s.readStateFile("err")
+	msg, err := sf.read("err")
 	if err != nil {
 		return err
 	}

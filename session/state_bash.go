@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,7 +179,7 @@ func (bashState) line(nonce, file, errFile string, keepAliases bool) string {
 	// The traps are listed here, outside the sourced file: inside it, bash
 	// hides the ERR trap (the file runs where errexit is ignored) and,
 	// without functrace, the DEBUG trap.
-	traps := filepath.Join(filepath.Dir(file), "state.aux.traps")
+	traps := strings.TrimSuffix(file, "sh") + "aux.traps" // see stateFiles
 	return x + `=0; \builtin shopt -q expand_aliases && ` + x + `=1; \builtin shopt -u expand_aliases; \builtin trap -p >|` + quote(traps) + `; ` + src +
 		`; \builtin test "$` + x + `" = 1 && \builtin shopt -s expand_aliases; \builtin unset -v ` + x
 }

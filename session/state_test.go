@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -516,4 +517,40 @@ func TestStateApplyFailure(t *testing.T) {
 	require.NoError(t, err, "the name is free again")
 	out, _, _ := run2(t, s, "echo ok")
 	assert.Equal(t, "ok\n", out)
+}
+
+// TestStateConcurrent: reads of one session's state at the same time
+// each answer the whole state or ErrBusy, never a broken one; and the
+// session's private directory keeps none of their files.
+func TestStateConcurrent(t *testing.T) {
+	for _, shell := range stateShells(t) {
+		t.Run(filepath.Base(shell), func(t *testing.T) {
+			t.Parallel()
+			s, err := newManager(t).Create(Config{Shell: shell})
+			require.NoError(t, err)
+			_, _, st := run2(t, s, `v='a value'`)
+			require.Equal(t, 0, st.ExitCode)
+			errs := make(chan error, 40)
+			for i := 0; i < 40; i++ {
+				go func() {
+					got, err := s.State(context.Background())
+					if err == nil && got.Cwd == "" {
+						err = errors.New("a state without its cwd")
+					}
+					errs <- err
+				}()
+			}
+			ok := 0
+			for i := 0; i < 40; i++ {
+				if err := <-errs; err == nil {
+					ok++
+				} else {
+					assert.ErrorIs(t, err, ErrBusy)
+				}
+			}
+			assert.NotZero(t, ok)
+			left, _ := filepath.Glob(filepath.Join(s.tmpDir, "state-*"))
+			assert.Empty(t, left)
+		})
+	}
 }
