@@ -52,9 +52,13 @@ type Session struct {
 	// startEnv is the environment the shell was started with (a state
 	// applied to the session unsets what it does not name).
 	startEnv []string
-	modes    termModes // the terminal's launch settings (see terminal.go)
-	cg       *cgroup
-	tree     tree
+	// stateClaim is held by the one state line at a time (see
+	// claimState); stateMade, guarded by it, says its files exist.
+	stateClaim atomic.Bool
+	stateMade  bool
+	modes      termModes // the terminal's launch settings (see terminal.go)
+	cg         *cgroup
+	tree       tree
 	// status delivers the shell's wait status when the process-wide
 	// reaper owns reaping; nil when reap waits itself.
 	status <-chan unix.WaitStatus

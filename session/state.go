@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -93,47 +92,51 @@ const stateLimit = 64 << 20
 // stateTimeout bounds how long trl's own line may take.
 const stateTimeout = 30 * time.Second
 
-// stateFiles are the files of one state line, in the session's private
-// directory: named for the call (state-N.out, ...), so that two calls at
-// once never share one (the second's line is refused as busy, but its
-// files would have been made while the first's shell wrote them).
+// stateFiles are the files of trl's state lines, in the session's
+// private directory, made once (see claimState) and reused: the shell
+// truncates what it writes (>|), so a file keeps the mode the daemon gave
+// it whatever the user's umask (a shell with umask 0777 could not read
+// back a file it made, nor the daemon one of another uid's).
 type stateFiles struct{ base string }
 
-var stateCalls atomic.Int64
-
-func (s *Session) newStateFiles() stateFiles {
-	return stateFiles{base: filepath.Join(s.tmpDir, "state-"+strconv.FormatInt(stateCalls.Add(1), 10)+".")}
-}
+func (s *Session) stateFiles() stateFiles { return stateFiles{base: filepath.Join(s.tmpDir, "state.")} }
 
 func (f stateFiles) path(which string) string { return f.base + which }
 
-// prepare makes the files the shell writes (out, aux, aux.traps, err)
-// and the one it reads (sh); under isolation they are the session's
-// group's to write (see lease.share) or to read.
-func (s *Session) prepare(sf stateFiles, script string) error {
-	for _, f := range []struct {
-		name string
-		mode os.FileMode
-		data string
-	}{{"out", 0o660, ""}, {"aux", 0o660, ""}, {"aux.traps", 0o660, ""}, {"err", 0o660, ""}, {"sh", 0o640, script}} {
-		p := sf.path(f.name)
-		if err := os.WriteFile(p, []byte(f.data), 0o600); err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
-		}
-		if s.lease != nil {
-			if err := s.lease.share(p, f.mode); err != nil {
-				return err
+// claimState makes the caller the one state line of the session until
+// release is called: a second call meanwhile is ErrBusy at once (it would
+// share the first's files). The files are made on the first claim.
+func (s *Session) claimState() (sf stateFiles, release func(), err error) {
+	if !s.stateClaim.CompareAndSwap(false, true) {
+		return sf, nil, errorf(ErrBusy, "session %s is busy: its state is being read or applied; retry", s.id)
+	}
+	release = func() { s.stateClaim.Store(false) }
+	sf = s.stateFiles()
+	if !s.stateMade {
+		for _, f := range []struct {
+			name string
+			mode os.FileMode
+		}{{"out", 0o660}, {"aux", 0o660}, {"aux.traps", 0o660}, {"err", 0o660}, {"sh", 0o640}} {
+			p := sf.path(f.name)
+			if err := os.WriteFile(p, nil, 0o600); err != nil {
+				release()
+				return sf, nil, fmt.Errorf("make %s: %w", p, err)
+			}
+			if s.lease != nil {
+				if err := s.lease.share(p, f.mode); err != nil {
+					release()
+					return sf, nil, err
+				}
 			}
 		}
+		s.stateMade = true
 	}
-	return nil
+	return sf, release, nil
 }
 
-// remove deletes a call's files.
-func (f stateFiles) remove() {
-	for _, which := range []string{"out", "aux", "aux.traps", "err", "sh"} {
-		os.Remove(f.path(which))
-	}
+// prepare writes the file the shell sources.
+func (s *Session) prepare(sf stateFiles, script string) error {
+	return os.WriteFile(sf.path("sh"), []byte(script), 0o600)
 }
 
 // read reads one of the files the shell wrote, bounded.
@@ -238,8 +241,11 @@ func (d dialect) state() stateShell {
 // session running a command answers ErrBusy.
 func (s *Session) State(ctx context.Context) (*ShellState, error) {
 	ss := s.dialect.state()
-	sf := s.newStateFiles()
-	defer sf.remove()
+	sf, release, err := s.claimState()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if err := s.prepare(sf, ss.reader(s.nonce, sf.path("out"), sf.path("aux"))); err != nil {
 		return nil, err
 	}
@@ -269,8 +275,7 @@ func (s *Session) State(ctx context.Context) (*ShellState, error) {
 // `declare -f` each, when the one listing of them all could not be split
 // for sure.
 func (s *Session) bashFunctionsOneByOne(ctx context.Context, bs bashState, st *ShellState) error {
-	sf := s.newStateFiles()
-	defer sf.remove()
+	sf := s.stateFiles() // State holds the claim
 	if err := s.prepare(sf, bs.functionsReader(s.nonce, sf.path("out"), sf.path("aux"))); err != nil {
 		return err
 	}
@@ -310,8 +315,11 @@ func (s *Session) ApplyState(ctx context.Context, st *ShellState) error {
 	if s.lease != nil {
 		apply.rehome(s.lease.home)
 	}
-	sf := s.newStateFiles()
-	defer sf.remove()
+	sf, release, err := s.claimState()
+	if err != nil {
+		return err
+	}
+	defer release()
 	if err := s.prepare(sf, ss.writer(&apply, base, s.nonce)); err != nil {
 		return err
 	}

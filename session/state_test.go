@@ -520,8 +520,7 @@ func TestStateApplyFailure(t *testing.T) {
 }
 
 // TestStateConcurrent: reads of one session's state at the same time
-// each answer the whole state or ErrBusy, never a broken one; and the
-// session's private directory keeps none of their files.
+// each answer the whole state or ErrBusy, never a broken one.
 func TestStateConcurrent(t *testing.T) {
 	for _, shell := range stateShells(t) {
 		t.Run(filepath.Base(shell), func(t *testing.T) {
@@ -549,8 +548,31 @@ func TestStateConcurrent(t *testing.T) {
 				}
 			}
 			assert.NotZero(t, ok)
-			left, _ := filepath.Glob(filepath.Join(s.tmpDir, "state-*"))
-			assert.Empty(t, left)
+		})
+	}
+}
+
+// TestStateUmask777: a session whose umask lets nobody read what it makes
+// still has its state read and forked (trl's files keep their own modes).
+func TestStateUmask777(t *testing.T) {
+	for _, shell := range stateShells(t) {
+		t.Run(filepath.Base(shell), func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			_, _, st := run2(t, s, `umask 0777; v=kept`)
+			require.Equal(t, 0, st.ExitCode)
+			state, err := s.State(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, "0777", state.Umask)
+			fork, err := m.Create(Config{Shell: shell, State: state})
+			require.NoError(t, err)
+			out, _, _ := run2(t, fork, `echo "$v"; umask`)
+			assert.Contains(t, out, "kept\n")
+			again, err := fork.State(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, "0777", again.Umask)
 		})
 	}
 }
