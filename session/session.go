@@ -56,9 +56,12 @@ type Session struct {
 	// claimState); stateMade, guarded by it, says its files exist.
 	stateClaim atomic.Bool
 	stateMade  bool
-	modes      termModes // the terminal's launch settings (see terminal.go)
-	cg         *cgroup
-	tree       tree
+	// readerDefined, guarded by stateClaim, says the shell has trl's
+	// state reader function (bash).
+	readerDefined bool
+	modes         termModes // the terminal's launch settings (see terminal.go)
+	cg            *cgroup
+	tree          tree
 	// status delivers the shell's wait status when the process-wide
 	// reaper owns reaping; nil when reap waits itself.
 	status <-chan unix.WaitStatus

@@ -214,8 +214,10 @@ func (k idleSink) Output(_ Stream, p []byte) { k.s.idle.write(p) }
 
 // stateShell is one dialect's part of reading and applying states.
 type stateShell interface {
-	// reader is the file the shell sources to write its state.
-	reader(nonce, out, aux string) string
+	// reader is the file the shell sources to write its state; defined
+	// says the shell has trl's reader function from an earlier call
+	// (bash keeps it, see bashReader).
+	reader(nonce, out, aux string, defined bool) string
 	// line is the line that sources file with aliases off.
 	line(nonce, file, errFile string, keepAliases bool) string
 	// parse turns the shell's output into a state.
@@ -246,12 +248,13 @@ func (s *Session) State(ctx context.Context) (*ShellState, error) {
 		return nil, err
 	}
 	defer release()
-	if err := s.prepare(sf, ss.reader(s.nonce, sf.path("out"), sf.path("aux"))); err != nil {
+	if err := s.prepare(sf, ss.reader(s.nonce, sf.path("out"), sf.path("aux"), s.readerDefined)); err != nil {
 		return nil, err
 	}
 	if err := s.runOwn(ctx, ss.line(s.nonce, sf.path("sh"), "/dev/null", true)); err != nil {
 		return nil, err
 	}
+	s.readerDefined = true
 	out, err := sf.read("out")
 	if err != nil {
 		return nil, err

@@ -23,8 +23,7 @@ type bashState struct{}
 // while it runs and put back after from `trap -p`. It reads the options
 // first, then saves them (local -) and turns off those that would change
 // its own working (errexit, nounset, xtrace; nocasematch by hand).
-const bashReader = `\builtin trap - DEBUG RETURN ERR
-TRL_s() {
+const bashReader = `TRL_s() {
 \builtin local TRL_k TRL_l TRL_c=0
 \builtin printf 'X\0%s\0o\0' "${TRL_x-1}"
 \builtin set -o
@@ -58,8 +57,13 @@ TRL_l=
 \builtin printf '\0E\0'
 if (( TRL_c )); then \builtin shopt -s nocasematch; fi
 }
+\builtin readonly -f TRL_s
+`
+
+// bashReaderCall calls the reader with the DEBUG, RETURN and ERR traps
+// set aside, and puts them back from the listing the line made.
+const bashReaderCall = `\builtin trap - DEBUG RETURN ERR
 TRL_s >|OUT || \builtin true
-\builtin unset -f TRL_s
 TRL_t=
 \builtin read -r -d '' TRL_t <TRAPS || \builtin true
 \builtin eval "$TRL_t"
@@ -70,7 +74,7 @@ TRL_t=
 // one `declare -f` of them all cannot be split for sure (see
 // splitFunctions).
 const bashFunctionsReader = `\builtin trap - DEBUG RETURN ERR
-TRL_s() {
+TRL_g() {
 \builtin local TRL_k TRL_l
 \builtin local -a TRL_f
 if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null; fi
@@ -85,8 +89,8 @@ for TRL_l in "${TRL_f[@]}"; do
 done
 \builtin printf 'E\0'
 }
-TRL_s >|OUT || \builtin true
-\builtin unset -f TRL_s
+TRL_g >|OUT || \builtin true
+\builtin unset -f TRL_g
 TRL_t=
 \builtin read -r -d '' TRL_t <TRAPS || \builtin true
 \builtin eval "$TRL_t"
@@ -162,9 +166,15 @@ func splitFunctions(list, all string) (map[string]string, []string, error) {
 	return defs, exported, nil
 }
 
-func (bashState) reader(nonce, out, aux string) string {
+// reader defines the reader function on the first call, parsed once
+// with aliases off and made read-only like trl's other functions (its
+// definition costs more than a run), and calls it.
+func (bashState) reader(nonce, out, aux string, defined bool) string {
 	r := strings.NewReplacer("TRL_", trlName(nonce, ""), "OUT", quote(out), "FN", quote(aux), "TRAPS", quote(aux+".traps"))
-	return r.Replace(bashReader)
+	if defined {
+		return r.Replace(bashReaderCall)
+	}
+	return r.Replace(bashReader + bashReaderCall)
 }
 
 // line sources file with alias expansion off (an alias named `if` would

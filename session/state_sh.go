@@ -31,7 +31,7 @@ trap >&7
 \command printf '\0E\0' >&7
 `
 
-func (shState) reader(nonce, out, aux string) string {
+func (shState) reader(nonce, out, aux string, _ bool) string {
 	// fd 7 is the state file for the group only: a user's own fd 7 is
 	// the same again afterwards.
 	return "{\n" + shReader + "} 7>|" + quote(out) + "\n"

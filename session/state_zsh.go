@@ -68,7 +68,7 @@ TRL_s 7>|OUT || \builtin true
 \builtin unfunction TRL_s
 `
 
-func (zshState) reader(nonce, out, aux string) string {
+func (zshState) reader(nonce, out, aux string, _ bool) string {
 	r := strings.NewReplacer("TRL_", trlName(nonce, ""), "OUT", quote(out))
 	return r.Replace(zshReader)
 }
