@@ -218,3 +218,13 @@ func (c *Client) FSRemove(ctx context.Context, p protocol.FSRemoveParams) (proto
 func (c *Client) FSMove(ctx context.Context, p protocol.FSMoveParams) (protocol.FSMoveResult, error) {
 	return typed[protocol.FSMoveResult](ctx, c, protocol.MethodFSMove, p)
 }
+
+// SessionState reads a session's shell state (SPEC §17).
+func (c *Client) SessionState(ctx context.Context, p protocol.SessionRef) (protocol.ShellState, error) {
+	return typed[protocol.ShellState](ctx, c, protocol.MethodSessionState, p)
+}
+
+// SessionFork starts a session with another's state (SPEC §17).
+func (c *Client) SessionFork(ctx context.Context, p protocol.SessionForkParams) (protocol.SessionInfo, error) {
+	return typed[protocol.SessionInfo](ctx, c, protocol.MethodSessionFork, p)
+}

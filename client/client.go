@@ -126,6 +126,8 @@ type SessionOptions struct {
 	TimeoutS   float64           `json:"timeout_s,omitempty"`
 	Rows       int               `json:"rows,omitempty"`
 	Cols       int               `json:"cols,omitempty"`
+	// State, when set, is applied to the new shell (see State).
+	State *ShellState `json:"state,omitempty"`
 }
 
 // CreateSession starts a shell session.

@@ -22,6 +22,8 @@ type API interface {
 	SessionScreen(ctx context.Context, p SessionScreenParams) (Screen, error)
 	SessionResize(ctx context.Context, p SessionResizeParams) (SessionInfo, error)
 	SessionOutput(ctx context.Context, p SessionOutputParams) (SessionOutput, error)
+	SessionState(ctx context.Context, p SessionRef) (ShellState, error)
+	SessionFork(ctx context.Context, p SessionForkParams) (SessionInfo, error)
 
 	ExecRun(ctx context.Context, p ExecParams) (ExecStatus, error)
 	// ExecStream starts a command and returns at once; the returned

@@ -34,6 +34,8 @@ type SessionCreateParams struct {
 	Cols       *int              `json:"cols"`
 	// Limits bound the session's memory, CPU, processes and disk share.
 	Limits *SessionLimits `json:"limits"`
+	// State, when set, is applied to the new shell (SPEC §17).
+	State *ShellState `json:"state,omitempty"`
 }
 
 // SessionRef names a session by id or name.
@@ -73,6 +75,8 @@ type SessionInfo struct {
 	// Usage is what its processes use now (session.info only, for a
 	// session with limits).
 	Usage *SessionUsage `json:"usage,omitempty"`
+	// Parent is the session this one was forked from (SPEC §17).
+	Parent string `json:"parent,omitempty"`
 }
 
 // ExecParams are the parameters of exec.run and exec.stream.

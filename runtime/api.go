@@ -125,6 +125,8 @@ var table = []struct {
 	{protocol.MethodSessionScreen, unary(protocol.MethodSessionScreen, (*Runtime).SessionScreen)},
 	{protocol.MethodSessionResize, unary(protocol.MethodSessionResize, (*Runtime).SessionResize)},
 	{protocol.MethodSessionOutput, unary(protocol.MethodSessionOutput, (*Runtime).SessionOutput)},
+	{protocol.MethodSessionState, unary(protocol.MethodSessionState, (*Runtime).SessionState)},
+	{protocol.MethodSessionFork, unary(protocol.MethodSessionFork, (*Runtime).SessionFork)},
 	{protocol.MethodExecRun, unary(protocol.MethodExecRun, (*Runtime).ExecRun)},
 	{protocol.MethodExecStream, streaming(protocol.MethodExecStream, (*Runtime).ExecStream)},
 	{protocol.MethodExecRead, unary(protocol.MethodExecRead, (*Runtime).ExecRead)},

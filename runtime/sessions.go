@@ -18,28 +18,9 @@ func (rt *Runtime) SessionCreate(ctx context.Context, p protocol.SessionCreatePa
 }
 
 func (rt *Runtime) sessionCreate(ctx context.Context, p protocol.SessionCreateParams) (protocol.SessionInfo, error) {
-	cfg := session.Config{Shell: p.Shell, Env: p.Env, Secrets: p.Secrets, WorkingDir: p.WorkingDir, Name: p.Name, IsolationKey: protocol.CallerFrom(ctx).IsolationKey}
-	if p.TimeoutS != nil {
-		d, err := seconds("timeout_s", *p.TimeoutS)
-		if err != nil {
-			return protocol.SessionInfo{}, err
-		}
-		cfg.Timeout = d
-	}
-	if l := p.Limits; l != nil {
-		cfg.Limits = session.Limits{MemoryMB: l.MemoryMB, CPU: l.CPU, PIDs: l.PIDs, IOWeight: l.IOWeight}
-	}
-	if p.Rows != nil {
-		if *p.Rows <= 0 {
-			return protocol.SessionInfo{}, protocol.Errorf(protocol.CodeInvalidParams, "rows must be between 1 and 1000")
-		}
-		cfg.Rows = *p.Rows
-	}
-	if p.Cols != nil {
-		if *p.Cols <= 0 {
-			return protocol.SessionInfo{}, protocol.Errorf(protocol.CodeInvalidParams, "cols must be between 1 and 1000")
-		}
-		cfg.Cols = *p.Cols
+	cfg, err := createConfig(p, protocol.CallerFrom(ctx).IsolationKey)
+	if err != nil {
+		return protocol.SessionInfo{}, err
 	}
 	s, err := rt.sessions.Create(cfg)
 	if err != nil {
@@ -76,6 +57,7 @@ func info(s *session.Session) protocol.SessionInfo {
 		ExitCode:    in.ExitCode,
 		EndCause:    in.EndCause,
 		Limits:      limitsOf(s.Limits()),
+		Parent:      in.Parent,
 	}
 }
 

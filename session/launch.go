@@ -179,6 +179,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		// then get the terminal's hang-up).
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3, Pdeathsig: syscall.SIGKILL},
 	}
+	s.startEnv = attr.Env
 	if s.lease != nil {
 		attr.Sys.Credential = s.lease.credential()
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -166,6 +167,18 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 		// start owns the lease from here, on every path.
 		s, err = start(NewID("s-", 6), cfg, m.opts, m.log, l)
 	}
+	if err == nil && (cfg.State != nil || cfg.StateFrom != nil) {
+		st := cfg.State
+		if cfg.StateFrom != nil {
+			st, err = cfg.StateFrom()
+		}
+		if err == nil {
+			err = s.ApplyState(context.Background(), st)
+		}
+		if err != nil {
+			s.Close()
+		}
+	}
 
 	m.mu.Lock()
 	m.pending--
@@ -191,6 +204,9 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 
 // normalize applies defaults and checks cfg.
 func normalize(cfg *Config) error {
+	if cfg.Shell == "" && cfg.State != nil && (cfg.State.Shell == "bash" || cfg.State.Shell == "zsh") {
+		cfg.Shell = cfg.State.Shell // a carried state names its shell
+	}
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
 	}
@@ -234,6 +250,14 @@ func normalize(cfg *Config) error {
 		}
 		if shellState[k] || startupOnly[k] {
 			return errorf(ErrInvalid, "secret %s would change how trl's shell itself runs and is not accepted", k)
+		}
+	}
+	if cfg.State != nil {
+		if err := CheckState(cfg.State); err != nil {
+			return err
+		}
+		if d := dialectFor(cfg.Shell); d.name != cfg.State.Shell {
+			return errorf(ErrInvalid, "state is of a %s session; shell %s is %s", cfg.State.Shell, cfg.Shell, d.name)
 		}
 	}
 	for k := range cfg.Env {

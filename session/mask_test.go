@@ -68,9 +68,10 @@ func tap(s *Session) *tapped {
 	s.Subscribe(func(st Stream, p []byte) {
 		tp.mu.Lock()
 		defer tp.mu.Unlock()
-		if st == Input {
+		switch st {
+		case Input:
 			tp.in.Write(p)
-		} else {
+		case Stdout, Stderr:
 			tp.buf.Write(p)
 		}
 	})

@@ -64,6 +64,15 @@ type Config struct {
 	// Limits bound the session's cgroup (limits.go); zero fields take the
 	// manager's defaults.
 	Limits Limits
+	// State, when set, is applied to the shell after its first prompt,
+	// before the session is registered (SPEC §17).
+	State *ShellState
+	// StateFrom, when set instead, is called once the shell has started
+	// and its state applied: session.fork reads the source's state while
+	// the new shell starts.
+	StateFrom func() (*ShellState, error)
+	// Parent is the id of the session this one was forked from.
+	Parent string
 }
 
 // Command is one command to run in a session.

@@ -48,10 +48,20 @@ type Session struct {
 	// typed input is unread, act on the slave and need an fd of it.
 	pts    *os.File
 	ptsRaw syscall.RawConn
-	tmpDir string    // private directory for stdin files
-	modes  termModes // the terminal's launch settings (see terminal.go)
-	cg     *cgroup
-	tree   tree
+	tmpDir string // private directory for stdin files
+	// startEnv is the environment the shell was started with (a state
+	// applied to the session unsets what it does not name).
+	startEnv []string
+	// stateClaim is held by the one state line at a time (see
+	// claimState); stateMade, guarded by it, says its files exist.
+	stateClaim atomic.Bool
+	stateMade  bool
+	// readerDefined, guarded by stateClaim, says the shell has trl's
+	// state reader function (bash).
+	readerDefined bool
+	modes         termModes // the terminal's launch settings (see terminal.go)
+	cg            *cgroup
+	tree          tree
 	// status delivers the shell's wait status when the process-wide
 	// reaper owns reaping; nil when reap waits itself.
 	status <-chan unix.WaitStatus
@@ -244,7 +254,11 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	if redraw {
 		s.announce(ScreenReset, nil)
 	}
-	s.announce(CommandStart, []byte(c.Text))
+	text := []byte(c.Text)
+	if len(s.secrets) > 0 { // ioMu is held: the secrets are read directly
+		text = s.secrets.maskAll(text)
+	}
+	s.announce(CommandStart, text)
 	s.ioMu.Unlock()
 	s.state = StateBusy
 	s.commands++
@@ -417,6 +431,8 @@ type Info struct {
 	ExitCode                    *int
 	// EndCause says why the session ended ("" while it lives).
 	EndCause string
+	// Parent is the session this one was forked from ("" if none).
+	Parent string
 }
 
 // Info returns a snapshot of the session.
@@ -433,5 +449,6 @@ func (s *Session) Info() Info {
 		State: s.state, Created: s.created, LastUsed: s.lastUsed,
 		CommandsRun: s.commands, PID: s.pid, Timeout: s.cfg.Timeout,
 		Rows: s.cfg.Rows, Cols: s.cfg.Cols, ExitCode: s.exitCode,
+		Parent: s.cfg.Parent,
 	}
 }

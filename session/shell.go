@@ -108,6 +108,8 @@ var (
 				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + recordSuffix(nonce) + `'; readonly PS1`
 		},
 	}
+	// zsh: the runner calls `\builtin eval`, so a function named eval
+	// (one a carried state may define) does not replace it.
 	// zsh: the record's cwd is ${PWD} (PROMPT_SUBST, with '%' doubled),
 	// not %d, which shows control characters as ^X. The epilogue puts
 	// back the prompt options a command may have changed.
@@ -119,7 +121,7 @@ var (
 		epilogue:    true,
 		innerStdout: true,
 		init: func(nonce string) string {
-			return common(nonce) + trlName(nonce, "r") + `() { eval "$` + trlName(nonce, "c") + `" >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
+			return common(nonce) + trlName(nonce, "r") + `() { \builtin eval "$` + trlName(nonce, "c") + `" >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
 				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
 				trlName(nonce, "f") + ` 0; ` +
 				`PS1='` + recordPrefix(nonce) + `%1v:%?:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`

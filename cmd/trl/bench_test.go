@@ -47,6 +47,7 @@ func TestBenchQuick(t *testing.T) {
 		Interactive map[string]any   `json:"interactive"`
 		Policy      map[string]any   `json:"policy"`
 		Files       map[string]any   `json:"files"`
+		State       map[string]any   `json:"state"`
 		Goals       []map[string]any `json:"goals"`
 	}
 	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
@@ -67,7 +68,7 @@ func TestBenchQuick(t *testing.T) {
 
 	for name, sec := range map[string]map[string]any{"stream": rep.Stream, "large_run": rep.LargeRun,
 		"sessions": rep.Sessions, "parallel": rep.Parallel, "cancel": rep.Cancel, "interactive": rep.Interactive, "policy": rep.Policy,
-		"files": rep.Files} {
+		"files": rep.Files, "state": rep.State} {
 		require.NotNil(t, sec, name)
 		assert.Nil(t, sec["error"], "%s: %v", name, sec["error"])
 	}
@@ -80,6 +81,8 @@ func TestBenchQuick(t *testing.T) {
 	assert.Len(t, rep.Sessions["steps"], 2, "at 3 and 6 sessions")
 	assert.NotNil(t, rep.Cancel["latency"])
 	assert.NotNil(t, rep.Interactive["to_waiting_input"])
+	assert.NotNil(t, rep.State["session_state"], "session.state measured")
+	assert.NotNil(t, rep.State["session_fork"], "session.fork measured")
 	levels, _ := rep.Parallel["levels"].([]any)
 	assert.Len(t, levels, 5, "1, 2, 4, 8 and 32 clients")
 	assert.NotNil(t, rep.Policy["evaluate"])
@@ -87,7 +90,7 @@ func TestBenchQuick(t *testing.T) {
 	assert.NotNil(t, rep.Files["fs_read_64k"])
 	assert.NotNil(t, rep.Files["cat_64k"])
 	assert.True(t, rep.Files["http_skipped"] != nil || rep.Files["http_over_disk"] != nil, "files: GET /files neither measured nor skipped")
-	assert.Len(t, rep.Goals, 22)
+	assert.Len(t, rep.Goals, 24)
 }
 
 type benchPath struct {

@@ -50,7 +50,7 @@ type Options struct {
 // Groups are the measurement groups, in the order they run. Memory comes
 // first, on a daemon that has done nothing yet: later groups leave freed
 // heap behind that new sessions would reuse, hiding their cost.
-var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream", "screen", "interactive", "policy", "files"}
+var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream", "screen", "interactive", "policy", "files", "state"}
 
 // plan is how much of each measurement a run does.
 type plan struct {
@@ -113,7 +113,9 @@ type Report struct {
 	// Policy is SPEC §16: evaluating a line against a 20-rule policy.
 	Policy *Policy `json:"policy"`
 	Files  *Files  `json:"files"`
-	Goals  []Goal  `json:"goals"`
+	// State is SPEC §17: session.state and session.fork.
+	State *StateBench `json:"state"`
+	Goals []Goal      `json:"goals"`
 }
 
 // Config records how the run was made.
@@ -179,6 +181,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		"interactive": func() { rep.Interactive = r.interactive() },
 		"policy":      func() { rep.Policy = r.policy() },
 		"files":       func() { rep.Files = r.files() },
+		"state":       func() { rep.State = r.state() },
 	}
 	for _, g := range Groups {
 		if len(o.Only) > 0 && !slices.Contains(o.Only, g) {

@@ -270,6 +270,7 @@ func TestGoals(t *testing.T) {
 		Interactive: &Interactive{ToWaiting: &Stats{P95US: 4000}, REPL: &Stats{P50US: 6000}},
 		Policy:      &Policy{Evaluate: &Stats{P50US: 30}, Ratio: 1.1},
 		Files:       &Files{Read64K: &Stats{P50US: 300}, Cat64K: &Stats{P50US: 900}, HTTPOverDisk: 0.4},
+		State:       &StateBench{State: &Stats{P50US: 6000}, ForkOverCreate: 1.5},
 	}
 	got := map[string]*bool{}
 	for _, g := range goals(rep) {
@@ -300,6 +301,8 @@ func TestGoals(t *testing.T) {
 		"fs.read 64 KiB p50 ≤ 0.5 ms":                                                                               &met,
 		"fs.read 64 KiB faster than exec.run cat":                                                                   &met,
 		"GET /files ≥ 0.5× disk read":                                                                               &miss,
+		"session.fork p50 ≤ 2× session.create p50":                                                                  &met,
+		"session.state p50 ≤ 5 ms (bash, 200 vars, 50 functions)":                                                   &miss,
 	}
 	assert.Equal(t, want, got)
 

@@ -32,6 +32,8 @@ const (
 	goalPolicyRatio     = 1.2
 	goalFSReadP50US     = 500
 	goalHTTPOverDisk    = 0.5
+	goalForkOverCreate  = 2
+	goalStateP50US      = 5000
 )
 
 func goals(rep *Report) []Goal {
@@ -150,6 +152,13 @@ func goals(rep *Report) []Goal {
 	add("fs.read 64 KiB faster than exec.run cat", fsRead != nil && cat != nil, fsRead != nil && cat != nil && fsRead.P50US < cat.P50US,
 		"%s vs %s", fmtUS(p50(fsRead)), fmtUS(p50(cat)))
 	add("GET /files ≥ 0.5× disk read", httpOverDisk > 0, httpOverDisk >= goalHTTPOverDisk, "%.2f×", httpOverDisk)
+	var state *Stats
+	var forkRatio float64
+	if sb := rep.State; sb != nil {
+		state, forkRatio = sb.State, sb.ForkOverCreate
+	}
+	add("session.fork p50 ≤ 2× session.create p50", forkRatio > 0, forkRatio <= goalForkOverCreate, "%.2f×", forkRatio)
+	add("session.state p50 ≤ 5 ms (bash, 200 vars, 50 functions)", state != nil, state != nil && state.P50US <= goalStateP50US, "%s", fmtUS(p50(state)))
 	// Goals this bench does not measure yet are rows too, so a reader
 	// sees every goal of PERFORMANCE.md and which ones are unproven here.
 	for _, g := range []string{

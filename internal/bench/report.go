@@ -36,6 +36,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	interactiveTable(tw, rep.Interactive)
 	policyTable(tw, rep.Policy)
 	filesTable(tw, rep.Files)
+	stateTable(tw, rep.State)
 	goalsTable(tw, rep.Goals)
 	tw.Flush()
 	_, err := io.WriteString(w, b.String())

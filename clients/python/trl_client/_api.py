@@ -55,10 +55,12 @@ class Methods:
     def session_create(self, *, name: Optional[str] = None, shell: Optional[str] = None,
                        env: Optional[Dict[str, str]] = None, working_dir: Optional[str] = None,
                        timeout_s: Optional[float] = None, rows: Optional[int] = None,
-                       cols: Optional[int] = None) -> Any:
-        """Start a shell session; the data carry its ``session_id``."""
+                       cols: Optional[int] = None, state: Optional[Dict[str, Any]] = None) -> Any:
+        """Start a shell session; the data carry its ``session_id``. ``state``, a
+        session's state (see ``state``), from this daemon or another, is applied to it."""
         return self._call("session.create", params(name=name, shell=shell, env=env, working_dir=working_dir,
-                                                   timeout_s=timeout_s, rows=rows, cols=cols))
+                                                   timeout_s=timeout_s, rows=rows, cols=cols,
+                                                   state=dict(state) if state is not None else None))
 
     def session_get(self, session_id: str) -> Any:
         """A session's info (state, cwd, commands_run, ...) by id or name."""
@@ -71,6 +73,21 @@ class Methods:
     def session_destroy(self, session_id: str, force: bool = False) -> Any:
         """End a session and every process started in it."""
         return self._call("session.destroy", params(session_id=session_id, force=force or None))
+
+    def state(self, session_id: str) -> Any:
+        """A session's shell state (SPEC §17): cwd, env, vars, functions, aliases,
+        options, umask, dirs, and ``not_carried``. A plain dict, JSON-ready, to pass to
+        ``session_create(state=...)`` here or on another daemon. A busy session
+        raises SessionBusy."""
+        return self._call("session.state", {"session_id": session_id})
+
+    def fork(self, session_id: str, *, name: Optional[str] = None, env: Optional[Dict[str, str]] = None,
+             working_dir: Optional[str] = None, timeout_s: Optional[float] = None, rows: Optional[int] = None,
+             cols: Optional[int] = None) -> Any:
+        """A new session of the same shell with the session's state; the source is
+        untouched. The data are the new session's info (``parent`` names the source)."""
+        return self._call("session.fork", params(session_id=session_id, name=name, env=env, working_dir=working_dir,
+                                                 timeout_s=timeout_s, rows=rows, cols=cols))
 
     # ---- commands -------------------------------------------------------
 
