@@ -219,7 +219,6 @@ func recorderCtx(ctx context.Context) context.Context {
 	return protocol.WithCaller(ctx, protocol.Caller{Transport: "recorder", Actor: "recorder"})
 }
 
-
 // resized records a change of the session's size (session.resize, which
 // writes no byte): an "r" event with the new size, then the screen
 // painted afresh, as the bytes before were laid out for the old size.
