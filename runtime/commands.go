@@ -49,7 +49,7 @@ func (rt *Runtime) summary(j *exec.Job) protocol.ExecSummary {
 		sum.ExitCode = &code
 		return sum
 	}
-	if in := rt.inputWait(j); in != nil {
+	if in, _ := rt.inputWait(j); in != nil {
 		sum.State, sum.Input = protocol.StateWaitingInput, in
 	}
 	return sum

@@ -6,6 +6,7 @@ import (
 
 	"github.com/trl-project/trl/exec"
 	"github.com/trl-project/trl/internal/terminput"
+	"github.com/trl-project/trl/internal/termwait"
 	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/screen"
 	"github.com/trl-project/trl/session"
@@ -51,10 +52,13 @@ func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) pr
 			st.State, st.Input = protocol.StateWaitingInput, ev.input
 		}
 	}
-	if s := c.Session(); s != nil && s.Screen().AltScreen() {
+	tui := ev.input != nil && ev.input.Kind == string(termwait.KindTUI)
+	if s := c.Session(); s != nil && (tui || s.Screen().AltScreen()) {
+		// A full-screen program (on the alternate screen, or drawing
+		// without it) is read from its screen.
 		snap := wireScreen(s.Screen().Snapshot(screen.SnapshotOptions{}))
-		st.AltScreen, st.Screen = true, &snap
-		if render == "text" {
+		st.AltScreen, st.Screen = snap.AltScreen, &snap
+		if render == "text" && snap.AltScreen {
 			st.Stdout = "" // the screen is the text a reader sees
 		}
 	}
@@ -118,7 +122,7 @@ func (rt *Runtime) execInput(ctx context.Context, p protocol.ExecInputParams) (p
 		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.ID() + " has ended; nothing was typed", Data: rt.status(c, event{reason: protocol.ReasonExit}, p.Render, false)}
 	default:
 	}
-	if p.RequireWaiting && rt.inputWait(c) == nil {
+	if p.RequireWaiting && !rt.waitingNow(c) {
 		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.ID() + " is not waiting for input; nothing was typed (drop require_waiting to type anyway)", Data: rt.status(c, event{}, p.Render, false)}
 	}
 	appCursor, paste, erase, eof := s.InputModes()

@@ -88,6 +88,21 @@ func (s *Session) pump(rc syscall.RawConn, stream Stream) {
 					}
 					n += m
 				}
+				if stream == Stderr {
+					// A write to the stderr pipe is readable at once; one
+					// to the terminal reaches the master through a kernel
+					// worker, later. So terminal output written before
+					// these bytes (the last line echoed before `read -p`
+					// prints its prompt) may not have been read yet:
+					// reading the master until it has nothing waits for
+					// that worker (n_tty_read flushes the pending buffer
+					// before it answers EAGAIN), and delivering it first
+					// keeps the screen and the prompt in the order the
+					// program wrote. Terminal output written after these
+					// bytes but before this read can still come first;
+					// nothing in the kernel dates them.
+					s.drain(s.ptmRaw, Stdout)
+				}
 				s.deliver(stream, buf[:n])
 				return true
 			}
