@@ -41,10 +41,10 @@ func (t *Terminal) wrote(members []member, reader int) int64 {
 type timeoutKind uint8
 
 const (
-	noTimeout    timeoutKind = iota // read: waits until input
-	msArg                           // poll, epoll_wait, epoll_pwait: an int of milliseconds, -1 none
-	timevalPtr                      // select: struct timeval *, NULL none
-	timespecPtr                     // ppoll, pselect6, epoll_pwait2: struct timespec *, NULL none
+	noTimeout   timeoutKind = iota // read: waits until input
+	msArg                          // poll, epoll_wait, epoll_pwait: an int of milliseconds, -1 none
+	timevalPtr                     // select: struct timeval *, NULL none
+	timespecPtr                    // ppoll, pselect6, epoll_pwait2: struct timespec *, NULL none
 )
 
 // timeout reads the timeout of a wait: 0 when it has none. While the call
