@@ -139,3 +139,15 @@ func TestNotWaitingFalsePositives(t *testing.T) {
 		exited(t, st, 0)
 	})
 }
+
+// TestRenderTextRedraws: render "text" shows rows redrawn after a cursor
+// move up in their last state (issue 24 item 5).
+func TestRenderTextRedraws(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	id := mustCall(t, rt, "session.create", map[string]any{"shell": "/bin/bash"})["session_id"].(string)
+	st := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "render": "text",
+		"command": `printf 'layer1: 0%%\nlayer2: 0%%\n'; printf '\e[2A\e[2Klayer1: 100%%\n\e[2Klayer2: 100%%\n'`})
+	exited(t, st, 0)
+	assert.Equal(t, "layer1: 100%\nlayer2: 100%\n", st["stdout"])
+}
