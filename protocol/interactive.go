@@ -66,6 +66,14 @@ type ExecStatus struct {
 	Cwd         string `json:"cwd"`
 	// SessionExited is set when the command ended the session's shell.
 	SessionExited bool `json:"session_exited,omitempty"`
+	// NewSession is set on the first status of the first command of a
+	// default session started because the one before it had ended: the
+	// working directory, variables and functions set there are gone.
+	NewSession bool `json:"new_session,omitempty"`
+	// Note says in words what an agent must know beyond the command's
+	// own output: that the shell exited with it, or that it ran in a new
+	// shell.
+	Note string `json:"note,omitempty"`
 
 	ExecID    string `json:"exec_id"`
 	SessionID string `json:"session_id"`

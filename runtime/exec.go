@@ -148,6 +148,7 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 			SessionID:   s.ID(),
 		}
 		fillExit(&res, x)
+		noteSession(&res, s)
 		c.Reported()
 	}
 	if p.Check {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/trl-project/trl/exec"
@@ -64,8 +65,39 @@ func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) pr
 	}
 	if advance {
 		c.Advance(ends)
+		if s := c.Session(); s != nil {
+			noteSession(&st, s)
+		}
 	}
 	return st
+}
+
+// noteSession says what the agent must know about the session beyond the
+// command (issue 24 item 7): that the shell exited with the command, and
+// where the next command will run; or, once, that this command ran in a
+// default session started anew. Call it once per status returned.
+func noteSession(st *protocol.ExecStatus, s *session.Session) {
+	if old := s.TakeReplaced(); old != "" {
+		st.NewSession = true
+		st.Note = "this command ran in a new shell: the default session's shell (" + old + ") had ended, so the working directory, variables and functions set there are gone"
+	}
+	if !st.SessionExited {
+		return
+	}
+	code := 0
+	if st.ExitCode != nil {
+		code = *st.ExitCode
+	}
+	note := fmt.Sprintf("the shell exited with this command (status %d): session %s is gone", code, s.ID())
+	if s.Name() == session.DefaultName {
+		note += "; the next command without a session_id starts a new shell, in the default directory and without this one's variables"
+	} else {
+		note += "; create a new session to go on"
+	}
+	if st.Note != "" {
+		note = st.Note + "; " + note
+	}
+	st.Note = note
 }
 
 // fillExit sets the fields of an ended command.

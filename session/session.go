@@ -101,6 +101,10 @@ type Session struct {
 	launched chan struct{} // closed once launch has set pid, tree and log
 	reaped   atomic.Bool   // set with state exited, read without mu
 
+	// replaced holds the id of the default session this one replaced,
+	// until the first command's status has said so (TakeReplaced).
+	replaced atomic.Pointer[string]
+
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
 
@@ -366,6 +370,15 @@ func (s *Session) exitStatus() int {
 		return -1
 	}
 	return *s.exitCode
+}
+
+// TakeReplaced returns, once, the id of the default session this one
+// replaced ("" if none, or already taken).
+func (s *Session) TakeReplaced() string {
+	if p := s.replaced.Swap(nil); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // ID is the session's id.
