@@ -133,6 +133,9 @@ var readBufs = sync.Pool{New: func() any {
 // running job, or, when none runs (a background job's output between
 // commands), to the idle log. Called with ioMu held.
 func (s *Session) deliver(stream Stream, p []byte) {
+	if stream == Stderr && s.job != nil && s.job.src != nil {
+		p = s.job.src.scrub(p)
+	}
 	s.observe(stream, p)
 	if s.job != nil {
 		s.job.sink.Output(stream, p)

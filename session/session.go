@@ -124,6 +124,9 @@ type Line struct {
 	seq    int64
 	sink   Sink
 	stdin  string // stdin file to remove afterwards
+	// src, for source dialects, takes the command file's name out of the
+	// shell's messages about this line (sourcename.go).
+	src *sourceName
 	// started is set when the shell's start record for this line arrives:
 	// from then on the line is being executed, so SIGINT to the shell
 	// interrupts it rather than a line still being read. pendingINT is an
@@ -201,6 +204,9 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	s.scr.LeaveAltScreen()
 	s.seq++
 	j := &Line{s: s, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
+	if s.dialect.source {
+		j.src = newSourceName(s.cmdFile(), c.Text)
+	}
 	if c.Stdin != nil {
 		f, err := os.CreateTemp(s.tmpDir, "stdin-")
 		if err == nil {
