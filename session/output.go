@@ -134,7 +134,18 @@ var readBufs = sync.Pool{New: func() any {
 // commands), to the idle log. Called with ioMu held.
 func (s *Session) deliver(stream Stream, p []byte) {
 	if stream == Stderr && s.job != nil && s.job.src != nil {
+		// bash: what it says about the line, and its job notices
+		// (sourcename.go, jobnotice.go).
 		p = s.job.src.scrub(p)
+		s.observe(stream, p)
+		p, notices := splitNotices(p)
+		if len(notices) > 0 {
+			s.idle.write(notices)
+		}
+		if len(p) > 0 {
+			s.job.sink.Output(stream, p)
+		}
+		return
 	}
 	s.observe(stream, p)
 	if s.job != nil {
