@@ -71,6 +71,17 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	if pollpty.Unread(s.ptmRaw) || pollpty.Unread(s.errRaw) {
 		return termwait.Status{}, nil
 	}
+	// What it wrote to the terminal last may still be on its way to the
+	// master (a kernel worker moves it), neither readable nor counted as
+	// unread: a prompt seen then is cut (top's frame ended mid-row).
+	// Reading the master dry waits for that worker; bytes found are
+	// output, which restarts the sampling.
+	s.ioMu.Lock()
+	late := s.drain(s.ptmRaw, Stdout)
+	s.ioMu.Unlock()
+	if late > 0 {
+		return termwait.Status{}, nil
+	}
 	// Input typed but not yet read: the program has been woken and will
 	// read it. Its echo is output, which restarts the sampling at once, so
 	// without this a loaded machine showed a prompt just answered as
@@ -78,9 +89,6 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	if s.typedUnread() {
 		return termwait.Status{}, nil
 	}
-	s.ioMu.Lock()
-	//lint:ignore SA2001 the empty critical section waits for a pump's hand-over
-	s.ioMu.Unlock()
 	if s.scr.AltScreen() {
 		st.Kind = termwait.KindTUI
 	}

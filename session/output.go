@@ -155,8 +155,9 @@ func (s *Session) deliver(stream Stream, p []byte) {
 	s.idle.write(p)
 }
 
-// drain reads fd until it would block. Called with ioMu held.
-func (s *Session) drain(rc syscall.RawConn, stream Stream) {
+// drain reads fd until it would block and returns how many bytes it
+// delivered. Called with ioMu held.
+func (s *Session) drain(rc syscall.RawConn, stream Stream) (total int) {
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
 	buf := *bp
@@ -165,6 +166,7 @@ func (s *Session) drain(rc syscall.RawConn, stream Stream) {
 			n, err := unix.Read(int(fd), buf)
 			if n > 0 {
 				s.deliver(stream, buf[:n])
+				total += n
 				continue
 			}
 			if err == unix.EINTR {
@@ -173,6 +175,7 @@ func (s *Session) drain(rc syscall.RawConn, stream Stream) {
 			return
 		}
 	})
+	return total
 }
 
 // complete ends the job whose command line had sequence number seq (-1:
