@@ -118,6 +118,9 @@ type status struct {
 	Input      *protocol.InputWait `json:"input"`
 	AltScreen  bool                `json:"alt_screen"`
 	Screen     *protocol.Screen    `json:"screen"`
+	// Note says what the output does not: the shell exited, or the
+	// command ran in a new shell.
+	Note string `json:"note"`
 }
 
 // follow waits for a command that first answered st, in steps, until it
@@ -190,6 +193,9 @@ func (o *output) text(st status) string {
 	}
 	if o.truncated {
 		b.WriteString("[output cut to its head and tail; read_output reads the rest]\n")
+	}
+	if st.Note != "" {
+		b.WriteString("[" + st.Note + "]\n")
 	}
 	b.WriteString(statusLine(st))
 	return b.String()

@@ -200,3 +200,17 @@ func TestProgressAndCancellation(t *testing.T) {
 func mustCall(method string) *protocol.Call {
 	return &protocol.Call{Method: method, Params: json.RawMessage(`{}`)}
 }
+
+// TestShellExitInText: a command that ends the shell says so in the text a
+// model reads, and the next command says it ran in a new shell (issue 24
+// item 7).
+func TestShellExitInText(t *testing.T) {
+	cs, _ := connect(t, nil)
+	callTool(t, cs, "run", map[string]any{"command": "cd /tmp && X=1"})
+	text, _, _ := callTool(t, cs, "run", map[string]any{"command": "exit 4"})
+	assert.Contains(t, text, "[the shell exited with this command (status 4)")
+	assert.Contains(t, text, "exit 4 · ")
+	text, _, _ = callTool(t, cs, "run", map[string]any{"command": "echo x=$X"})
+	assert.Contains(t, text, "x=\n")
+	assert.Contains(t, text, "[this command ran in a new shell")
+}
