@@ -11,12 +11,11 @@ import (
 // The gateway cannot answer a program that waits for keys; these bound
 // how it finds one and how it stops it (issue 24 item 17).
 const (
-	// altScreenMatch is the until event that sees a full-screen program
-	// start: it switches to the alternate screen.
-	altScreenMatch = `match:\x1b\[\?(1049|1047|47)h`
-	// fullScreenConfirm is how long such a program must go on to count as
-	// waiting: an editor run with -c wq comes and goes sooner.
-	fullScreenConfirm = time.Second
+	// fullScreenStep is how often the wait looks whether a full-screen
+	// program holds the terminal; one still on the alternate screen a
+	// step after it was first seen there is waiting (an editor run with
+	// -c wq comes and goes sooner).
+	fullScreenStep = time.Second
 	// stopStep is how long each signal of the ladder is given before the
 	// next: INT, then TERM, then KILL. Programs that wait for keys often
 	// ignore SIGINT (less, vi), and the session takes no call until the
@@ -24,38 +23,38 @@ const (
 	stopStep = 300 * time.Millisecond
 )
 
-// awaitInput waits, until ctx ends or the command exits, for the command
-// to wait for terminal input, and says what it waits for (nil: it does
-// not). Besides the kernel's evidence (exec.wait until "input"), a
-// full-screen program that is still running a moment after it took the
-// screen is waiting: the gateway feeds a command the request's stdin, so
-// an editor a command starts (EDITOR=vi git commit) reads that, not the
-// terminal, and is never seen reading the terminal; it waits all the same.
+// awaitInput waits, until ctx ends, ms pass or the command exits, for
+// the command to wait for terminal input, and says what it waits for
+// (nil: it does not). Besides the kernel's evidence (exec.wait until
+// "input"), a full-screen program still on the alternate screen a step
+// after it was seen there is waiting: the gateway feeds a command the
+// request's stdin, so an editor a command starts (EDITOR=vi git commit)
+// reads that, not the terminal, and is never seen reading the terminal;
+// it waits all the same. (The wait goes in steps, each a status: a
+// "match" event on the escape sequence would scan the output at every
+// write.)
 func (g *Gateway) awaitInput(ctx context.Context, id string, ms int64) *protocol.InputWait {
-	st, err := g.api.ExecWait(ctx, protocol.ExecWaitParams{ExecID: id, Until: &[]string{"input", altScreenMatch}, TimeoutMS: &ms})
-	if err != nil || ctx.Err() != nil {
-		return nil
-	}
-	switch {
-	case st.State == protocol.StateWaitingInput:
-		return st.Input
-	case st.State != protocol.StateRunning || st.Reason != protocol.ReasonMatch:
-		return nil
-	}
-	confirm := fullScreenConfirm.Milliseconds()
-	st, err = g.api.ExecWait(ctx, protocol.ExecWaitParams{ExecID: id, Until: &[]string{"input"}, TimeoutMS: &confirm})
-	if err != nil || ctx.Err() != nil {
-		return nil
-	}
-	switch st.State {
-	case protocol.StateWaitingInput:
-		return st.Input
-	case protocol.StateRunning:
-		if st.AltScreen {
+	deadline := time.Now().Add(time.Duration(ms) * time.Millisecond)
+	altSeen := false
+	for {
+		step := min(time.Until(deadline), fullScreenStep).Milliseconds()
+		if step <= 0 {
+			return nil
+		}
+		st, err := g.api.ExecWait(ctx, protocol.ExecWaitParams{ExecID: id, Until: &[]string{"input"}, TimeoutMS: &step})
+		if err != nil || ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case st.State == protocol.StateWaitingInput:
+			return st.Input
+		case st.State != protocol.StateRunning:
+			return nil
+		case st.AltScreen && altSeen:
 			return &protocol.InputWait{Kind: "tui", Confidence: "heuristic"}
 		}
+		altSeen = st.AltScreen
 	}
-	return nil
 }
 
 // stop ends a command the gateway gave up on, as a person would: SIGINT,
