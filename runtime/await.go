@@ -36,13 +36,15 @@ const (
 	// showed as a wait with no prompt. A wait whose prompt is seen counts
 	// at once.
 	unseenConfirm = 10 * time.Millisecond
-	// pollLoop: a wait on the terminal with a timeout shorter than this
-	// must outlast its timeout to count (see check); vim's (4 s) and
-	// top's (3 s) do not need to.
+	// pollLoop: a program whose wait on the terminal has a timeout
+	// shorter than this must be seen waiting at every sample until that
+	// timeout has passed to count (see check); vim's (4 s) and top's
+	// (3 s) need not.
 	pollLoop = time.Second
-	// pollMargin is how long after such a timeout the confirming sample
-	// is taken.
+	// pollMargin is how long after such a timeout the last sample is
+	// taken; pollEvery is how often it is sampled until then.
 	pollMargin = 50 * time.Millisecond
+	pollEvery  = 40 * time.Millisecond
 	// multiTick is how often a wait on several commands looks at them.
 	multiTick = 20 * time.Millisecond
 )
@@ -106,9 +108,10 @@ type probe struct {
 	every time.Duration
 	at    time.Time // next sample
 	seen  bool      // the last sample saw the program waiting, to be confirmed
-	// polled is set when that wait had a short timeout: the confirming
-	// sample comes after the timeout.
-	polled bool
+	// polled is set when that wait had a short timeout: it counts only
+	// if every sample until polledTill sees the program waiting.
+	polled     bool
+	polledTill time.Time
 }
 
 // check looks at c once: exited, or one of u's events, or nothing; next
@@ -150,10 +153,17 @@ func (rt *Runtime) check(c *exec.Job, u until, pr *probe, now time.Time) (ev eve
 			case in != nil && timeout > 0 && timeout < pollLoop && !pr.polled:
 				// A wait with a short timeout may be a loop that looks
 				// for a key between pieces of work (select for 0.5 s,
-				// then sleep): it counts only if the program still, or
-				// again, waits once that timeout has passed.
+				// then sleep): it counts only if the program is seen
+				// waiting at every sample until that timeout has passed,
+				// so that the work between two waits is seen.
 				pr.polled, pr.seen = true, true
-				pr.at = now.Add(timeout + pollMargin)
+				pr.polledTill = now.Add(timeout + pollMargin)
+				pr.at = now.Add(pollEvery)
+			case in != nil && pr.polled && now.Before(pr.polledTill):
+				pr.at = now.Add(pollEvery)
+				if pr.polledTill.Before(pr.at) {
+					pr.at = pr.polledTill
+				}
 			case in != nil && (pr.seen || !tui && in.Prompt != ""):
 				return event{reason: protocol.ReasonInput, input: in}, time.Time{}
 			case in != nil:
