@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"sync"
 	"time"
 
@@ -10,6 +11,11 @@ import (
 // promptCap bounds the last line a Watch keeps per stream: a prompt is
 // short, and a long line without a newline is not one a person answers.
 const promptCap = 512
+
+// lineCap bounds the last line of both streams together (the prompt a
+// waiting command shows): room for a prompt wrapped over several rows,
+// colours included.
+const lineCap = 4096
 
 // Watch is a Sink in front of another that remembers what waiting for a
 // command needs (SPEC §8): when output last arrived, on which stream, the
@@ -24,12 +30,22 @@ type Watch struct {
 	stream session.Stream
 	totals [2]int64
 	tails  [2][]byte
-	next   chan struct{} // closed at the next output; nil when nobody waits
+	// line is the text after the last newline of either stream, in the
+	// order the bytes arrived: what a person sees before the cursor when
+	// the command waits (the session delivers a stderr write after the
+	// terminal output written before it, see session/output.go).
+	line []byte
+	// sinceHome counts the newlines written since the cursor was last
+	// placed by absolute position (CSI H, CSI f, CSI 2J); -1 before any.
+	// A raw-mode program that did so and then painted down to the
+	// bottom row draws a screen (top without the alternate screen).
+	sinceHome int
+	next      chan struct{} // closed at the next output; nil when nobody waits
 }
 
 // NewWatch returns a Watch that hands every write on to inner.
 func NewWatch(inner session.Sink) *Watch {
-	return &Watch{inner: inner, last: time.Now()}
+	return &Watch{inner: inner, last: time.Now(), sinceHome: -1}
 }
 
 // Output implements session.Sink.
@@ -50,11 +66,63 @@ func (w *Watch) Output(s session.Stream, p []byte) {
 		t = append(t[:0], t[len(t)-promptCap:]...)
 	}
 	w.tails[s] = t
+	w.line = appendLine(w.line, p)
+	if h := lastHome(p); h >= 0 {
+		w.sinceHome = bytes.Count(p[h:], newline)
+	} else if w.sinceHome >= 0 {
+		w.sinceHome += bytes.Count(p, newline)
+	}
 	if w.next != nil {
 		close(w.next)
 		w.next = nil
 	}
 	w.mu.Unlock()
+}
+
+// appendLine is line after p arrives: what follows p's last newline, or
+// line and p; cut to its last lineCap bytes.
+func appendLine(line, p []byte) []byte {
+	if i := lastNewline(p); i >= 0 {
+		line, p = line[:0], p[i+1:]
+	}
+	if len(p) >= lineCap {
+		return append(line[:0], p[len(p)-lineCap:]...)
+	}
+	if over := len(line) + len(p) - lineCap; over > 0 {
+		line = append(line[:0], line[over:]...)
+	}
+	return append(line, p...)
+}
+
+var newline = []byte{'\n'}
+
+// lastHome is the offset of the last sequence in p that places the
+// cursor by absolute position or clears the screen (CSI Ps;Ps H or f,
+// CSI 2 J), or -1. A sequence split across writes is missed.
+func lastHome(p []byte) int {
+	for i := len(p) - 1; i >= 0; i-- {
+		i = bytes.LastIndexByte(p[:i+1], 0x1b)
+		if i < 0 {
+			return -1
+		}
+		if i+1 < len(p) && p[i+1] == '[' {
+			j := i + 2
+			for j < len(p) && (p[j] >= '0' && p[j] <= '9' || p[j] == ';') {
+				j++
+			}
+			if j < len(p) {
+				switch p[j] {
+				case 'H', 'f':
+					return i
+				case 'J':
+					if string(p[i+2:j]) == "2" {
+						return i
+					}
+				}
+			}
+		}
+	}
+	return -1
 }
 
 func lastNewline(p []byte) int {
@@ -72,7 +140,13 @@ type Activity struct {
 	Last time.Time
 	// Prompt is the text after the last newline of the stream that wrote
 	// last.
-	Prompt                   string
+	Prompt string
+	// Line is the text after the last newline of both streams together,
+	// in arrival order (at most 4 KiB).
+	Line string
+	// SinceHome is the number of newlines written since the cursor was
+	// last placed by absolute position, -1 if it never was.
+	SinceHome                int
 	StdoutBytes, StderrBytes int64
 }
 
@@ -80,7 +154,7 @@ type Activity struct {
 func (w *Watch) Activity() Activity {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return Activity{Last: w.last, Prompt: string(w.tails[w.stream]), StdoutBytes: w.totals[0], StderrBytes: w.totals[1]}
+	return Activity{Last: w.last, Prompt: string(w.tails[w.stream]), Line: string(w.line), SinceHome: w.sinceHome, StdoutBytes: w.totals[0], StderrBytes: w.totals[1]}
 }
 
 // Last returns when output last arrived (the start before any): the one

@@ -116,9 +116,7 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 		// the prompt and the output so far; the command was interrupted.
 		// The exit the interrupt caused may have come in before the
 		// stream stopped: it is this answer too.
-		in := prompt()
-		return out.body(toolResult{Output: &output, Error: &toolError{Code: CodeCommandWaitingInput,
-			Message: fmt.Sprintf("the command waits for %s input at the prompt %q, which a gateway call cannot answer; it was interrupted. Pass the answer on stdin or use a non-interactive flag (such as -y)", in.Kind, in.Prompt)}}), true
+		return out.body(toolResult{Output: &output, Error: &toolError{Code: CodeCommandWaitingInput, Message: waitingMessage(prompt())}}), true
 	case exit == nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// The command ignored its interrupt for longer than the margin;
 		// the runtime goes on escalating (SIGKILL) without us.
@@ -146,8 +144,8 @@ func (g *Gateway) bashExec(req *request, actor string, arrived time.Time) ([]byt
 const CodeCommandWaitingInput = "COMMAND_WAITING_INPUT"
 
 // watchInput waits, beside the stream, for the command to wait for
-// terminal input (exec.wait until "input"); when it does, it interrupts
-// the command and calls stop. The returned stop ends the watch; prompt
+// terminal input (awaitInput); when it does, it stops the command (stop:
+// SIGINT, then TERM and KILL if it goes on) and calls stopFollow. The returned stop ends the watch; prompt
 // says what the command waited for (nil: it did not).
 func (g *Gateway) watchInput(ctx context.Context, id string, cmdBy time.Time, stopFollow func()) (stop func(), prompt func() *protocol.InputWait) {
 	var in *protocol.InputWait
@@ -156,12 +154,10 @@ func (g *Gateway) watchInput(ctx context.Context, id string, cmdBy time.Time, st
 	go func() {
 		defer close(done)
 		ms := min(max(time.Until(cmdBy).Milliseconds(), 1), 600_000)
-		st, err := g.api.ExecWait(wctx, protocol.ExecWaitParams{ExecID: id, Until: &[]string{"input"}, TimeoutMS: &ms})
-		if err != nil || st.State != protocol.StateWaitingInput || wctx.Err() != nil {
+		if in = g.awaitInput(wctx, id, ms); in == nil {
 			return
 		}
-		in = st.Input
-		_, _ = g.api.ExecCancel(context.WithoutCancel(ctx), protocol.ExecCancelParams{ExecID: id})
+		g.stop(context.WithoutCancel(ctx), id)
 		stopFollow()
 	}()
 	return func() { cancel(); <-done }, func() *protocol.InputWait { return in }

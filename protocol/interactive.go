@@ -68,6 +68,14 @@ type ExecStatus struct {
 	SessionExited bool `json:"session_exited,omitempty"`
 	// EndCause is EndCauseOutOfMemory when the OOM killer ended it.
 	EndCause string `json:"end_cause,omitempty"`
+	// NewSession is set on the first status of the first command of a
+	// default session started because the one before it had ended: the
+	// working directory, variables and functions set there are gone.
+	NewSession bool `json:"new_session,omitempty"`
+	// Note says in words what an agent must know beyond the command's
+	// own output: that the shell exited with it, or that it ran in a new
+	// shell.
+	Note string `json:"note,omitempty"`
 
 	ExecID    string `json:"exec_id"`
 	SessionID string `json:"session_id"`

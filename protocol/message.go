@@ -286,6 +286,13 @@ func (st *ExecStatus) encodeFields(e *encoder) {
 	if st.SessionExited {
 		e.key(`,"session_exited":true`)
 	}
+	if st.NewSession {
+		e.key(`,"new_session":true`)
+	}
+	if st.Note != "" {
+		e.key(`,"note":`)
+		e.str(st.Note)
+	}
 	e.key(`,"exec_id":`)
 	e.str(st.ExecID)
 	e.key(`,"session_id":`)

@@ -86,7 +86,9 @@ func TestCorpusProgress(t *testing.T) {
 func AptLog(packages int) []byte {
 	var b bytes.Buffer
 	b.WriteString("Reading package lists... Done\r\nBuilding dependency tree... Done\r\n")
-	b.WriteString("\x1b7\x1b[0;23r\x1b8\x1b[1A")
+	// apt makes room for its bar with a newline, then goes back up
+	// (apt-pkg/install-progress.cc, SetupTerminalScrollArea).
+	b.WriteString("\n\x1b7\x1b[0;23r\x1b8\x1b[1A")
 	for i := range packages {
 		name := fmt.Sprintf("lib%c%c-data%d", 'a'+i%26, 'a'+i/26%26, i)
 		for pct := 0; pct <= 100; pct += 2 {
@@ -101,7 +103,7 @@ func AptLog(packages int) []byte {
 			i*100/packages, strings.Repeat("#", i*40/packages), strings.Repeat(".", 40-i*40/packages))
 		fmt.Fprintf(&b, "Setting up %s (1.%d) ...\r\n", name, i)
 	}
-	b.WriteString("\x1b7\x1b[0;24r\x1b8\x1b[1A\x1b[J")
+	b.WriteString("\n\x1b7\x1b[0;24r\x1b8\x1b[1A\x1b[J")
 	return b.Bytes()
 }
 
@@ -142,5 +144,59 @@ func TestTextAllocatesOnce(t *testing.T) {
 	}
 	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > uint64(len(raw))*3/2 {
 		t.Errorf("rendering %d bytes allocated %d", len(raw), allocated)
+	}
+}
+
+// TestRedrawnRows: rows redrawn after the cursor went up keep only their
+// last state, as a person sees them (issue 24 item 5).
+func TestRedrawnRows(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"two layers", "layer1: 0%\nlayer2: 0%\n\x1b[2A\x1b[2Klayer1: 100%\n\x1b[2Klayer2: 100%\n", "layer1: 100%\nlayer2: 100%\n"},
+		{"docker pull", "Pulling fs layer\r\n" +
+			"a1: Waiting\r\nb2: Waiting\r\nc3: Waiting\r\n" +
+			"\x1b[3A\x1b[2K\ra1: Downloading [==>    ]\r\x1b[3B" +
+			"\x1b[2A\x1b[2K\rb2: Downloading [=>     ]\r\x1b[2B" +
+			"\x1b[3A\x1b[2K\ra1: Pull complete\r\x1b[3B" +
+			"\x1b[2A\x1b[2K\rb2: Pull complete\r\x1b[2B" +
+			"\x1b[1A\x1b[2K\rc3: Pull complete\r\x1b[1B" +
+			"Digest: sha256:00\r\n",
+			"Pulling fs layer\na1: Pull complete\nb2: Pull complete\nc3: Pull complete\nDigest: sha256:00\n"},
+		{"npm gauge then erase below", "⸨░░░░░░⸩ ⠋ idealTree\x1b[0K\r⸨██░░░░⸩ ⠙ reify\x1b[0K\r\x1b[0K\nadded 3 packages\n", "\nadded 3 packages\n"},
+		{"cargo status rows", "   Compiling a v0.1.0\n    Building [=>  ] 1/3: a\r\x1b[K   Compiling b v0.1.0\n    Building [==> ] 2/3: b\r\x1b[K    Finished dev\n", "   Compiling a v0.1.0\n   Compiling b v0.1.0\n    Finished dev\n"},
+		{"previous line with F", "step 1\nstep 2\x1b[1F\x1b[Kstep 1 done\x1b[1E", "step 1 done\nstep 2"},
+		{"reverse index", "a\nb\x1bM\rA\n", "A\nb"},
+		{"up past the window's top stops there", "x\n\x1b[9Ay\n", "y\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Text([]byte(c.in)); got != c.want {
+				t.Errorf("Text(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+// TestRedrawBeyondTheWindow: rows that left the window are final; a long
+// log with redraws near its end keeps every line once.
+func TestRedrawBeyondTheWindow(t *testing.T) {
+	var b strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	b.WriteString("\x1b[2A\x1b[2Kline 998 again\n\x1b[2Kline 999 again\n")
+	got := Text([]byte(b.String()))
+	if n := strings.Count(got, "\n"); n != 1000 {
+		t.Errorf("%d lines, want 1000", n)
+	}
+	if !strings.HasPrefix(got, "line 0\nline 1\n") || !strings.HasSuffix(got, "line 997\nline 998 again\nline 999 again\n") {
+		t.Errorf("rendered %q…%q", got[:20], got[len(got)-60:])
+	}
+}
+
+func BenchmarkTextPlain(b *testing.B) {
+	raw := bytes.Repeat([]byte("some text of an ordinary log line\n"), 1<<20/34*4)
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		_ = Text(raw)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trl-project/trl/exec"
 	"github.com/trl-project/trl/internal/termwait"
@@ -35,6 +36,15 @@ const (
 	// showed as a wait with no prompt. A wait whose prompt is seen counts
 	// at once.
 	unseenConfirm = 10 * time.Millisecond
+	// pollLoop: a program whose wait on the terminal has a timeout
+	// shorter than this must be seen waiting at every sample until that
+	// timeout has passed to count (see check); vim's (4 s) and top's
+	// (3 s) need not.
+	pollLoop = time.Second
+	// pollMargin is how long after such a timeout the last sample is
+	// taken; pollEvery is how often it is sampled until then.
+	pollMargin = 50 * time.Millisecond
+	pollEvery  = 40 * time.Millisecond
 	// multiTick is how often a wait on several commands looks at them.
 	multiTick = 20 * time.Millisecond
 )
@@ -98,6 +108,10 @@ type probe struct {
 	every time.Duration
 	at    time.Time // next sample
 	seen  bool      // the last sample saw the program waiting, to be confirmed
+	// polled is set when that wait had a short timeout: it counts only
+	// if every sample until polledTill sees the program waiting.
+	polled     bool
+	polledTill time.Time
 }
 
 // check looks at c once: exited, or one of u's events, or nothing; next
@@ -126,16 +140,30 @@ func (rt *Runtime) check(c *exec.Job, u until, pr *probe, now time.Time) (ev eve
 	}
 	if u.input && !c.Awaiting() {
 		if !last.Equal(pr.last) || pr.at.IsZero() {
-			pr.last, pr.every, pr.seen = last, firstProbe, false
+			pr.last, pr.every, pr.seen, pr.polled = last, firstProbe, false, false
 			pr.at = last.Add(firstProbe)
 			if t := inputAt.Add(afterInput); inputAt.After(last) && t.After(pr.at) {
 				pr.at = t
 			}
 		}
 		if !now.Before(pr.at) {
-			in := rt.inputWait(c)
+			in, timeout := rt.inputWait(c)
 			tui := in != nil && in.Kind == string(termwait.KindTUI)
 			switch {
+			case in != nil && timeout > 0 && timeout < pollLoop && !pr.polled:
+				// A wait with a short timeout may be a loop that looks
+				// for a key between pieces of work (select for 0.5 s,
+				// then sleep): it counts only if the program is seen
+				// waiting at every sample until that timeout has passed,
+				// so that the work between two waits is seen.
+				pr.polled, pr.seen = true, true
+				pr.polledTill = now.Add(timeout + pollMargin)
+				pr.at = now.Add(pollEvery)
+			case in != nil && pr.polled && now.Before(pr.polledTill):
+				pr.at = now.Add(pollEvery)
+				if pr.polledTill.Before(pr.at) {
+					pr.at = pr.polledTill
+				}
 			case in != nil && (pr.seen || !tui && in.Prompt != ""):
 				return event{reason: protocol.ReasonInput, input: in}, time.Time{}
 			case in != nil:
@@ -150,7 +178,7 @@ func (rt *Runtime) check(c *exec.Job, u until, pr *probe, now time.Time) (ev eve
 					pr.at = now.Add(tuiConfirm)
 				}
 			default:
-				pr.seen = false
+				pr.seen, pr.polled = false, false
 				pr.every = min(pr.every*2, maxProbe)
 				pr.at = now.Add(pr.every)
 			}
@@ -163,29 +191,64 @@ func (rt *Runtime) check(c *exec.Job, u until, pr *probe, now time.Time) (ev eve
 }
 
 // inputWait samples c's terminal: nil unless its foreground job waits
-// for terminal input.
-func (rt *Runtime) inputWait(c *exec.Job) *protocol.InputWait {
+// for terminal input. timeout is the reader's own timeout on that wait
+// (0: none).
+func (rt *Runtime) inputWait(c *exec.Job) (in *protocol.InputWait, timeout time.Duration) {
 	s := c.Session()
 	if s == nil {
-		return nil
+		return nil, 0
 	}
 	st, err := s.InputWait()
 	if err != nil || !st.Waiting {
-		return nil
+		return nil, 0
 	}
-	// The prompt is the screen's cursor row up to the cursor; a
-	// full-screen program's cursor may sit anywhere, and its prompt is
-	// that row's text as it is.
-	prompt := s.Screen().CursorLine()
-	if prompt == "" && st.Kind != termwait.KindTUI {
-		prompt = render.Text([]byte(c.Watch().Activity().Prompt))
+	act := c.Watch().Activity()
+	if rows, _ := s.Screen().Size(); st.Kind == termwait.KindRaw && act.SinceHome >= 0 && act.SinceHome >= rows-2 {
+		// It placed the cursor and painted down to the last row: a
+		// full-screen program without the alternate screen (top with a
+		// TERM that has none) is a full-screen program all the same.
+		st.Kind = termwait.KindTUI
 	}
 	return &protocol.InputWait{
 		Kind:       string(st.Kind),
-		Prompt:     prompt,
+		Prompt:     promptOf(st, act.Line),
 		Reader:     protocol.Reader{PID: st.Reader.Pid, Comm: st.Reader.Comm},
 		Confidence: string(st.Confidence),
+	}, st.Timeout
+}
+
+// waitingNow reports whether c waits for terminal input at this instant.
+func (rt *Runtime) waitingNow(c *exec.Job) bool {
+	in, _ := rt.inputWait(c)
+	return in != nil
+}
+
+// promptOf is the prompt of a waiting command (SPEC §8): the text a
+// person sees before the cursor, whichever stream wrote it, but only what
+// this command wrote (line is its output after the last newline, both
+// streams in the order they came, so an earlier command's unfinished
+// line is not in it, nor is the part of a wrapped prompt on earlier
+// rows lost) and, of that, only as much as the waiting job's processes
+// wrote (`printf 'Sure? '; cat` leaves cat no prompt). A full-screen
+// program has no line prompt: its prompt is empty and its screen is in
+// the status.
+func promptOf(st termwait.Status, line string) string {
+	if st.Kind == termwait.KindTUI || line == "" || st.Wrote == 0 {
+		return ""
 	}
+	p := render.Text([]byte(line))
+	if st.Wrote > 0 && int64(len(p)) > st.Wrote {
+		// Keep the last Wrote characters (a byte count of what was
+		// written bounds the characters it shows).
+		n := int(st.Wrote)
+		i := len(p)
+		for ; i > 0 && n > 0; n-- {
+			_, size := utf8.DecodeLastRuneInString(p[:i])
+			i -= size
+		}
+		p = p[i:]
+	}
+	return p
 }
 
 // matches reports whether the output since the last status matches re.

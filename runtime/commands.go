@@ -76,7 +76,7 @@ func (rt *Runtime) summary(j *exec.Job) protocol.ExecSummary {
 		sum.State = protocol.StateAwaitingApproval
 		return sum
 	}
-	if in := rt.inputWait(j); in != nil {
+	if in, _ := rt.inputWait(j); in != nil {
 		sum.State, sum.Input = protocol.StateWaitingInput, in
 	}
 	return sum

@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/trl-project/trl/exec"
 	"github.com/trl-project/trl/internal/terminput"
+	"github.com/trl-project/trl/internal/termwait"
 	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/screen"
 	"github.com/trl-project/trl/session"
@@ -51,18 +53,52 @@ func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) pr
 			st.State, st.Input = protocol.StateWaitingInput, ev.input
 		}
 	}
-	if s := c.Session(); s != nil && s.Screen().AltScreen() {
+	tui := ev.input != nil && ev.input.Kind == string(termwait.KindTUI)
+	if s := c.Session(); s != nil && (tui || s.Screen().AltScreen()) {
+		// A full-screen program (on the alternate screen, or drawing
+		// without it) is read from its screen.
 		snap := wireScreen(s.Screen().Snapshot(screen.SnapshotOptions{}))
-		st.AltScreen, st.Screen = true, &snap
-		if render == "text" {
+		st.AltScreen, st.Screen = snap.AltScreen, &snap
+		if render == "text" && snap.AltScreen {
 			st.Stdout = "" // the screen is the text a reader sees
 		}
 	}
 	approvalStatus(&st, c, x, ended)
 	if advance {
 		c.Advance(ends)
+		if s := c.Session(); s != nil {
+			noteSession(&st, s)
+		}
 	}
 	return st
+}
+
+// noteSession says what the agent must know about the session beyond the
+// command (issue 24 item 7): that the shell exited with the command, and
+// where the next command will run; or, once, that this command ran in a
+// default session started anew. Call it once per status returned.
+func noteSession(st *protocol.ExecStatus, s *session.Session) {
+	if old := s.TakeReplaced(); old != "" {
+		st.NewSession = true
+		st.Note = "this command ran in a new shell: the default session's shell (" + old + ") had ended, so the working directory, variables and functions set there are gone"
+	}
+	if !st.SessionExited {
+		return
+	}
+	code := 0
+	if st.ExitCode != nil {
+		code = *st.ExitCode
+	}
+	note := fmt.Sprintf("the shell exited with this command (status %d): session %s is gone", code, s.ID())
+	if s.Name() == session.DefaultName {
+		note += "; the next command without a session_id starts a new shell, in the default directory and without this one's variables"
+	} else {
+		note += "; create a new session to go on"
+	}
+	if st.Note != "" {
+		note = st.Note + "; " + note
+	}
+	st.Note = note
 }
 
 // fillExit sets the fields of an ended command.
@@ -124,7 +160,7 @@ func (rt *Runtime) execInput(ctx context.Context, p protocol.ExecInputParams) (p
 		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.ID() + " has ended; nothing was typed", Data: rt.status(c, event{reason: protocol.ReasonExit}, p.Render, false)}
 	default:
 	}
-	if p.RequireWaiting && rt.inputWait(c) == nil {
+	if p.RequireWaiting && !rt.waitingNow(c) {
 		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.ID() + " is not waiting for input; nothing was typed (drop require_waiting to type anyway)", Data: rt.status(c, event{}, p.Render, false)}
 	}
 	if err := rt.admitInput(ctx, c, items, p.Secret); err != nil {

@@ -75,7 +75,7 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 	if secret || rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
 		return nil
 	}
-	in := rt.inputWait(c)
+	in, _ := rt.inputWait(c)
 	s := c.Session()
 	if in == nil || !shells[in.Reader.Comm] || in.Reader.PID == s.Info().PID {
 		// Not a shell at its prompt: the session's own shell reading is a

@@ -26,6 +26,9 @@ func (s *Session) writeInput(p []byte, secret bool) error {
 	if exited {
 		return errorf(ErrExited, "session %s's shell has exited", s.id)
 	}
+	if err := s.checkLineLimit(p); err != nil {
+		return err
+	}
 	if err := s.ptm.SetWriteDeadline(time.Now().Add(inputTimeout)); err != nil {
 		return fmt.Errorf("write input to the terminal: %w", err)
 	}
@@ -67,6 +70,17 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	if pollpty.Unread(s.ptmRaw) || pollpty.Unread(s.errRaw) {
 		return termwait.Status{}, nil
 	}
+	// What it wrote to the terminal last may still be on its way to the
+	// master (a kernel worker moves it), neither readable nor counted as
+	// unread: a prompt seen then is cut (top's frame ended mid-row).
+	// Reading the master dry waits for that worker; bytes found are
+	// output, which restarts the sampling.
+	s.ioMu.Lock()
+	late := s.drain(s.ptmRaw, Stdout)
+	s.ioMu.Unlock()
+	if late > 0 {
+		return termwait.Status{}, nil
+	}
 	// Input typed but not yet read: the program has been woken and will
 	// read it. Its echo is output, which restarts the sampling at once, so
 	// without this a loaded machine showed a prompt just answered as
@@ -105,4 +119,42 @@ func (s *Session) InputModes() (appCursor, bracketedPaste bool, erase, eof byte)
 		}
 	}
 	return appCursor, bracketedPaste, erase, eof
+}
+
+// maxCanonLine is the longest line a terminal in canonical mode keeps:
+// Linux's line discipline holds 4096 bytes and keeps the last for the
+// newline; what is typed beyond that is dropped without a word.
+const maxCanonLine = 4095
+
+// checkLineLimit refuses input holding a line the terminal would cut
+// (issue 24 item 9): in canonical mode the program would read its first
+// 4095 bytes and never know the rest was typed. Splitting it is no
+// answer (a newline in the middle is a different input), so the caller
+// is told what to do instead. In raw mode the program reads as bytes come
+// and nothing is dropped.
+func (s *Session) checkLineLimit(p []byte) error {
+	if len(p) <= maxCanonLine {
+		return nil
+	}
+	s.twOnce.Do(func() {
+		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
+	})
+	if s.twErr != nil {
+		return nil
+	}
+	m, err := s.tw.Modes()
+	if err != nil || !m.Canonical {
+		return nil
+	}
+	run := 0
+	for _, c := range p {
+		if c == '\n' || c == '\r' || c == m.EOF && c != 0 {
+			run = 0
+			continue
+		}
+		if run++; run > maxCanonLine {
+			return errorf(ErrInvalid, "the input holds a line longer than %d bytes, the terminal's limit for a line in canonical mode: the program would read only its first %d bytes and the kernel would drop the rest, so nothing was typed; send long text as a file or as exec.run's stdin, or in lines the program accepts", maxCanonLine, maxCanonLine)
+		}
+	}
+	return nil
 }

@@ -33,6 +33,9 @@ type Manager struct {
 	names    map[string]bool
 	closed   bool
 	creating sync.Mutex // serialises creation of the default session
+	// lastDefault is the id of the last default session created; guarded
+	// by creating.
+	lastDefault string
 
 	pool    *uidPool // set when isolating
 	poolErr error    // why isolation is unavailable: every Create fails
@@ -338,7 +341,19 @@ func (m *Manager) Default() (*Session, error) {
 	if s, err := m.Get(DefaultName); err == nil && s.Info().State != StateExited {
 		return s, nil
 	}
-	return m.Create(Config{Name: DefaultName})
+	s, err := m.Create(Config{Name: DefaultName})
+	if err != nil {
+		return nil, err
+	}
+	if m.lastDefault != "" {
+		// The default session before this one ended (its shell exited,
+		// or it was destroyed): the first command here says that its
+		// directory and variables are gone.
+		old := m.lastDefault
+		s.replaced.Store(&old)
+	}
+	m.lastDefault = s.id
+	return s, nil
 }
 
 // List returns the live sessions, oldest first.

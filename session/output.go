@@ -92,6 +92,21 @@ func (s *Session) pump(rc syscall.RawConn, stream Stream) {
 					}
 					n += m
 				}
+				if stream == Stderr {
+					// A write to the stderr pipe is readable at once; one
+					// to the terminal reaches the master through a kernel
+					// worker, later. So terminal output written before
+					// these bytes (the last line echoed before `read -p`
+					// prints its prompt) may not have been read yet:
+					// reading the master until it has nothing waits for
+					// that worker (n_tty_read flushes the pending buffer
+					// before it answers EAGAIN), and delivering it first
+					// keeps the screen and the prompt in the order the
+					// program wrote. Terminal output written after these
+					// bytes but before this read can still come first;
+					// nothing in the kernel dates them.
+					s.drain(s.ptmRaw, Stdout)
+				}
 				s.deliver(stream, buf[:n])
 				return true
 			}
@@ -141,6 +156,20 @@ func (s *Session) deliver(stream Stream, p []byte) {
 
 // deliverMasked is deliver for bytes already masked.
 func (s *Session) deliverMasked(stream Stream, p []byte) {
+	if stream == Stderr && s.job != nil && s.job.src != nil {
+		// bash: what it says about the line, and its job notices
+		// (sourcename.go, jobnotice.go).
+		p = s.job.src.scrub(p)
+		s.observe(stream, p)
+		p, notices := splitNotices(p)
+		if len(notices) > 0 {
+			s.idle.write(notices)
+		}
+		if len(p) > 0 {
+			s.job.sink.Output(stream, p)
+		}
+		return
+	}
 	s.observe(stream, p)
 	if s.job != nil {
 		s.job.sink.Output(stream, p)
@@ -149,8 +178,9 @@ func (s *Session) deliverMasked(stream Stream, p []byte) {
 	s.idle.write(p)
 }
 
-// drain reads fd until it would block. Called with ioMu held.
-func (s *Session) drain(rc syscall.RawConn, stream Stream) {
+// drain reads fd until it would block and returns how many bytes it
+// delivered. Called with ioMu held.
+func (s *Session) drain(rc syscall.RawConn, stream Stream) (total int) {
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
 	buf := *bp
@@ -159,6 +189,7 @@ func (s *Session) drain(rc syscall.RawConn, stream Stream) {
 			n, err := unix.Read(int(fd), buf)
 			if n > 0 {
 				s.deliver(stream, buf[:n])
+				total += n
 				continue
 			}
 			if err == unix.EINTR {
@@ -167,6 +198,7 @@ func (s *Session) drain(rc syscall.RawConn, stream Stream) {
 			return
 		}
 	})
+	return total
 }
 
 // complete ends the job whose command line had sequence number seq (-1:

@@ -122,7 +122,11 @@ type Session struct {
 	// readers block on: a read failing after it is the close, not a fault.
 	filesClosed atomic.Bool
 
-	limits    Limits // set on cg at launch (limits.go)
+	limits Limits // set on cg at launch (limits.go)
+	// replaced holds the id of the default session this one replaced,
+	// until the first command's status has said so (TakeReplaced).
+	replaced atomic.Pointer[string]
+
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
 
@@ -142,6 +146,9 @@ type Line struct {
 	seq    int64
 	sink   Sink
 	stdin  string // stdin file to remove afterwards
+	// src, for source dialects, takes the command file's name out of the
+	// shell's messages about this line (sourcename.go).
+	src *sourceName
 	// started is set when the shell's start record for this line arrives:
 	// from then on the line is being executed, so SIGINT to the shell
 	// interrupts it rather than a line still being read. pendingINT is an
@@ -225,6 +232,9 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	j := &Line{s: s, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
 	if s.limits.MemoryMB > 0 {
 		j.oomBase = s.cg.oomKills()
+	}
+	if s.dialect.source {
+		j.src = newSourceName(s.cmdFile(), c.Text)
 	}
 	if c.Stdin != nil {
 		f, err := os.CreateTemp(s.tmpDir, "stdin-")
@@ -408,6 +418,15 @@ func (s *Session) exitStatus() int {
 		return -1
 	}
 	return *s.exitCode
+}
+
+// TakeReplaced returns, once, the id of the default session this one
+// replaced ("" if none, or already taken).
+func (s *Session) TakeReplaced() string {
+	if p := s.replaced.Swap(nil); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // ID is the session's id.

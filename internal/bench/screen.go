@@ -97,7 +97,9 @@ func first(l []string) string {
 func aptLog(packages int) []byte {
 	var b bytes.Buffer
 	b.WriteString("Reading package lists... Done\nBuilding dependency tree... Done\n")
-	b.WriteString("\x1b7\x1b[0;23r\x1b8\x1b[1A")
+	// apt makes room for its bar with a newline, then goes back up
+	// (apt-pkg/install-progress.cc, SetupTerminalScrollArea).
+	b.WriteString("\n\x1b7\x1b[0;23r\x1b8\x1b[1A")
 	for i := range packages {
 		name := fmt.Sprintf("lib%c%c-data%d", 'a'+i%26, 'a'+i/26%26, i)
 		for pct := 0; pct <= 100; pct += 2 {
@@ -112,6 +114,6 @@ func aptLog(packages int) []byte {
 			i*100/packages, strings.Repeat("#", i*40/packages), strings.Repeat(".", 40-i*40/packages))
 		fmt.Fprintf(&b, "Setting up %s (1.%d) ...\n", name, i)
 	}
-	b.WriteString("\x1b7\x1b[0;24r\x1b8\x1b[1A\x1b[J")
+	b.WriteString("\n\x1b7\x1b[0;24r\x1b8\x1b[1A\x1b[J")
 	return b.Bytes()
 }

@@ -44,6 +44,12 @@
 // processes of the group (the last stage of a pipeline reading its pipe,
 // a parent in wait4) neither make nor break a wait.
 //
+// A waiting Status also says the reader's timeout (read from the call's
+// arguments, or from /proc/PID/mem for the pointer kinds), so the caller
+// can tell a loop that polls for a key between pieces of work from a
+// program that waits, and how many bytes the job's processes other than
+// the shell have written (wchar of /proc/PID/io), which bounds its prompt.
+//
 // The shell itself is inspected like any member of the group: trl's shell
 // reads its commands from a pipe, so it never counts as waiting while
 // idle, but a builtin `read` on the terminal does.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,6 +16,10 @@ type verdict struct {
 	busy     bool // a thread is on a CPU or preempted in user space
 	blind    bool // the kernel would not show us its threads
 	guess    bool // term was judged without reading the wait set
+	// timeout is the longest timeout of the threads waiting on the
+	// terminal, 0 when one of them waits without a timeout.
+	timeout time.Duration
+	untimed bool
 }
 
 // fdClass is what an fd in a wait means.
@@ -79,6 +84,11 @@ func (t *Terminal) inspect(m *member) verdict {
 			v.external = true
 		} else if term {
 			v.term = true
+			if d := p.timeout(nr, args); d == 0 {
+				v.untimed = true
+			} else {
+				v.timeout = max(v.timeout, d)
+			}
 		}
 	}
 	return v

@@ -17,3 +17,23 @@ func classify(nr int64) callKind {
 	}
 	return callOther
 }
+
+// timeoutArg says where a waiting call's timeout is: its kind and the
+// argument's index.
+func timeoutArg(nr int64) (timeoutKind, int) {
+	switch nr {
+	case unix.SYS_POLL:
+		return msArg, 2
+	case unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT:
+		return msArg, 3
+	case unix.SYS_SELECT:
+		return timevalPtr, 4
+	case unix.SYS_PPOLL:
+		return timespecPtr, 2
+	case unix.SYS_PSELECT6:
+		return timespecPtr, 4
+	case unix.SYS_EPOLL_PWAIT2:
+		return timespecPtr, 3
+	}
+	return noTimeout, 0
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,6 +51,14 @@ type Status struct {
 	Reader     Reader // set when Waiting
 	Foreground int    // the foreground process group (tcgetpgrp)
 	Modes      Modes
+	// Timeout, when not zero, is the timeout of the reader's wait on the
+	// terminal: it will stop waiting by itself then (top's refresh, a
+	// loop that polls for a key between pieces of work).
+	Timeout time.Duration
+	// Wrote is how many bytes the waiting job's processes have written
+	// (the shell's own excepted), or -1 when that is not known or the
+	// shell itself reads: its prompt is at most that long.
+	Wrote int64
 }
 
 // ErrNotPTY is returned by New when the conn is not a PTY master.
@@ -160,6 +169,7 @@ func (t *Terminal) Check(altScreen bool) (Status, error) {
 	}
 	members := t.members(fg)
 	var reader, blind *member
+	var rv verdict
 	busy := false
 	for i := range members {
 		m := &members[i]
@@ -173,7 +183,7 @@ func (t *Terminal) Check(altScreen bool) (Status, error) {
 			}
 		case v.term && !v.external:
 			if reader == nil {
-				reader = m
+				reader, rv = m, v
 				if v.guess {
 					s.Confidence = ConfidenceHeuristic
 				}
@@ -192,6 +202,10 @@ func (t *Terminal) Check(altScreen bool) (Status, error) {
 	}
 	s.Waiting = true
 	s.Reader = Reader{Pid: reader.pid, Comm: reader.st.comm}
+	if !rv.untimed {
+		s.Timeout = rv.timeout
+	}
+	s.Wrote = t.wrote(members, reader.pid)
 	// The modes read above may predate the wait: a program that turns
 	// echo off, prints its prompt and reads (getpass) may have done all
 	// three while its processes were being looked at, and was then

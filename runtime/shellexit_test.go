@@ -1,0 +1,51 @@
+package runtime
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestShellExitSaid: a command that ends the shell says so in words, and
+// in the default session the next command's status says it ran in a new
+// shell (issue 24 item 7).
+func TestShellExitSaid(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	st := mustCall(t, rt, "exec.run", map[string]any{"command": "cd /tmp && export KEPT=1"})
+	exited(t, st, 0)
+	assert.Nil(t, st["new_session"], "the first default session replaces nothing")
+	first := st["session_id"]
+
+	st = mustCall(t, rt, "exec.run", map[string]any{"command": "exit 4"})
+	exited(t, st, 4)
+	assert.Equal(t, true, st["session_exited"])
+	require.Contains(t, st["note"], "the shell exited with this command (status 4)")
+	assert.Contains(t, st["note"], "the next command without a session_id starts a new shell")
+
+	st = mustCall(t, rt, "exec.run", map[string]any{"command": `echo "kept=$KEPT"; pwd`})
+	exited(t, st, 0)
+	assert.NotEqual(t, first, st["session_id"])
+	assert.Equal(t, true, st["new_session"], "status: %v", st)
+	assert.Contains(t, st["note"], "new shell")
+	assert.Contains(t, st["note"], first)
+	assert.Contains(t, st["stdout"], "kept=\n")
+
+	st = mustCall(t, rt, "exec.run", map[string]any{"command": "true"})
+	assert.Nil(t, st["new_session"], "said once")
+	assert.Nil(t, st["note"])
+
+	// A named session is not replaced: the note says what to do.
+	id := mustCall(t, rt, "session.create", map[string]any{"name": "work", "shell": "/bin/bash"})["session_id"].(string)
+	st = mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "set -e; false"})
+	assert.Equal(t, true, st["session_exited"], "status: %v", st)
+	assert.Contains(t, st["note"], "the shell exited with this command (status 1): session "+id+" is gone; create a new session")
+
+	// A status that yielded first carries it too, when the exit comes.
+	st = mustCall(t, rt, "exec.run", map[string]any{"command": "sleep 0.3; exit 3", "yield_ms": 50})
+	assert.Equal(t, "running", st["state"])
+	st = mustCall(t, rt, "exec.wait", map[string]any{"exec_id": st["exec_id"], "timeout_ms": 10000})
+	exited(t, st, 3)
+	assert.Contains(t, st["note"], "the shell exited with this command (status 3)")
+}
