@@ -115,6 +115,7 @@ type Session struct {
 	limits    Limits // set on cg at launch (limits.go)
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
+	root      nsRoot // its mount namespace's "/", when isolated (root.go)
 
 	// tw samples the terminal for input waits (SPEC §8), made on first use.
 	twOnce sync.Once
@@ -367,6 +368,7 @@ func (s *Session) CloseWith(cause error) {
 			s.log.Warn().Err(err).Msg("remove the session's cgroup")
 		}
 	}
+	s.root.drop()
 	s.releaseLease()
 	close(s.closed)
 	s.logEnd()
