@@ -37,8 +37,9 @@ import (
 // namespace was the alternative; a descriptor the session opened at
 // start cannot come to name another process's tree when the pid is
 // reused, and needs no ptrace access check. Entering the namespace with
-// setns per operation was not possible: a multithreaded process cannot
-// setns(CLONE_NEWNS) a thread that shares its filesystem context.
+// setns per operation would need a thread unshared from the process's
+// filesystem context (CLONE_FS) each time, and a thread whose namespace
+// could not be put back thrown away; a descriptor needs neither.
 //
 // Identity is unchanged: the roots are opened as the daemon (as New
 // opens them), and every operation below them runs as the scope's
