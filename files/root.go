@@ -33,6 +33,9 @@ type root struct {
 	// it (before Linux 5.6, or filtered by seccomp): plain openat, which
 	// resolves the same way without RESOLVE flags.
 	openat2 bool
+	// missing is why the root could not be opened in a session's tree
+	// (Within): every path under it fails with it.
+	missing error
 }
 
 // Scope is where an operation stands and whose it is.
@@ -93,7 +96,9 @@ func haveOpenat2(dirfd int) bool {
 // Close releases the roots' descriptors.
 func (fs *FS) Close() error {
 	for _, r := range fs.roots {
-		unix.Close(r.fd)
+		if r.fd >= 0 {
+			unix.Close(r.fd)
+		}
 	}
 	fs.roots = nil
 	return nil
@@ -161,6 +166,9 @@ func within(p, dir string) bool {
 // resolution.
 func (r *root) open(rel string, flags int, mode uint32) (int, error) {
 	flags |= unix.O_CLOEXEC
+	if r.missing != nil {
+		return -1, r.missing
+	}
 	if !r.openat2 {
 		return unix.Openat(r.fd, rel, flags, mode)
 	}

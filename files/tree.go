@@ -161,6 +161,9 @@ func (fs *FS) Stat(sc Scope, p string) (Entry, error) {
 			return err
 		}
 		if l.rel == "." {
+			if l.r.missing != nil {
+				return pathError(l.r.missing, l.abs)
+			}
 			if e, err = statAt(l.r.fd, "", l.abs); err != nil {
 				return pathError(err, l.abs)
 			}

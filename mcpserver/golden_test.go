@@ -30,11 +30,17 @@ var normalisers = []struct {
 	{regexp.MustCompile(`\bs-[0-9a-f]{8,}\b`), "s-SESSIONID"},
 	{regexp.MustCompile(`\b\d+\.\d s\b`), "N.N s"},
 	{regexp.MustCompile(`"(duration_ms|pid|uptime_s)": [0-9.]+`), `"$1": 0`},
-	{regexp.MustCompile(`"(created_at|last_used_at|started_at)": "[^"]*"`), `"$1": "TIME"`},
+	{regexp.MustCompile(`"(created_at|last_used_at|started_at|mtime)": "[^"]*"`), `"$1": "TIME"`},
 	{regexp.MustCompile(`"progress": [0-9.]+`), `"progress": 0`},
 }
 
+// scratch is the file tools' directory, shown as /SCRATCH.
+var scratch string
+
 func normalise(s string) string {
+	if scratch != "" {
+		s = strings.ReplaceAll(s, scratch, "/SCRATCH")
+	}
 	for _, n := range normalisers {
 		s = n.re.ReplaceAllString(s, n.with)
 	}
@@ -143,6 +149,42 @@ func TestGolden(t *testing.T) {
 	call("what a background job printed", "read_background", map[string]any{"session": "work"})
 	call("destroying it", "session_destroy", map[string]any{"session": "work"})
 	call("an unknown session", "session_destroy", map[string]any{"session": "work"})
+
+	// The file tools, on files in a scratch directory.
+	scratch = t.TempDir()
+	t.Cleanup(func() { scratch = "" })
+	file := func(name, content string) string {
+		p := filepath.Join(scratch, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		require.NoError(t, os.Chmod(p, 0o644))
+		return p
+	}
+	small := file("src/hello.go", "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hello\")\n}\n")
+	var long strings.Builder
+	for i := 1; i <= 1204; i++ {
+		fmt.Fprintf(&long, "entry %d\n", i)
+	}
+	big := file("log.txt", long.String())
+	bin := file("logo.png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10")
+	require.NoError(t, os.Symlink("src/hello.go", filepath.Join(scratch, "main.go")))
+	call("a text file", "read_file", map[string]any{"path": small})
+	call("a paged file", "read_file", map[string]any{"path": big})
+	call("its next page", "read_file", map[string]any{"path": big, "line_offset": 201, "line_limit": 3})
+	call("its last page", "read_file", map[string]any{"path": big, "line_offset": 1202})
+	call("past the end", "read_file", map[string]any{"path": big, "line_offset": 1300})
+	call("a binary file", "read_file", map[string]any{"path": bin})
+	call("a missing file", "read_file", map[string]any{"path": filepath.Join(scratch, "nope.txt")})
+	call("a directory", "read_file", map[string]any{"path": scratch})
+	w := call("a new file", "write_file", map[string]any{"path": filepath.Join(scratch, "notes/todo.md"), "content": "- write tests\n- ship\n"})
+	call("over a version not seen", "write_file", map[string]any{"path": filepath.Join(scratch, "notes/todo.md"), "content": "x\n", "if_sha256": strings.Repeat("0", 64)})
+	call("over the version seen", "write_file", map[string]any{"path": filepath.Join(scratch, "notes/todo.md"), "content": "- write tests\n- ship\n- rest\n", "if_sha256": data(w)["sha256"]})
+	call("an edit", "edit_file", map[string]any{"path": small, "old_string": "\"hello\"", "new_string": "\"hello, world\""})
+	call("an ambiguous edit", "edit_file", map[string]any{"path": big, "old_string": "entry 1", "new_string": "first"})
+	call("every occurrence", "edit_file", map[string]any{"path": big, "old_string": "entry 44", "new_string": "ENTRY 44", "replace_all": true})
+	call("text not there", "edit_file", map[string]any{"path": small, "old_string": "func Main", "new_string": "x"})
+	call("a listing", "list_dir", map[string]any{"path": scratch, "depth": 2})
+	call("a missing directory", "list_dir", map[string]any{"path": filepath.Join(scratch, "nope")})
 
 	tools := make([]string, 0, len(answers))
 	for tool := range answers {

@@ -1,7 +1,8 @@
 // Package mcpserver is trl as an MCP server (SPEC §10), built on the
 // official SDK (github.com/modelcontextprotocol/go-sdk). Its tools — run,
 // send_input, wait, read_output, screen, cancel, session_create,
-// session_list, session_info, session_destroy, read_background, resize —
+// session_list, session_info, session_destroy, read_background, resize,
+// and the file tools read_file, write_file, edit_file, list_dir —
 // are trl's typed API (protocol.API) seen by a model: the runtime itself
 // (in-process) or a live daemon through the Go client (trl mcp's bridge),
 // so sessions outlive the MCP client.
@@ -93,6 +94,14 @@ func New(o Options) *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{Title: "Read background output", ReadOnlyHint: true, OpenWorldHint: &no}}, s.readBackground)
 	mcp.AddTool(srv, &mcp.Tool{Name: "resize", Description: "Set a session's terminal size (rows and columns), as resizing a terminal window does.",
 		Annotations: &mcp.ToolAnnotations{Title: "Resize the terminal", DestructiveHint: &no, OpenWorldHint: &no}}, s.resize)
+	mcp.AddTool(srv, &mcp.Tool{Name: "read_file", Description: "Read a text file of a session (relative paths start at its current directory; as its user), numbered like `cat -n`, a page of lines at a time (line_offset, line_limit: 200 by default); the last line says which lines were left out and how to read on. A binary file is described, not shown.",
+		Annotations: &mcp.ToolAnnotations{Title: "Read a file", ReadOnlyHint: true, OpenWorldHint: &no}}, s.readFile)
+	mcp.AddTool(srv, &mcp.Tool{Name: "write_file", Description: "Write the whole content of a file atomically (a reader sees the old file or the new one), making missing parent directories; if_sha256 refuses to overwrite a version you have not read.",
+		Annotations: &mcp.ToolAnnotations{Title: "Write a file", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no}}, s.writeFile)
+	mcp.AddTool(srv, &mcp.Tool{Name: "edit_file", Description: "Replace exact text in a file (old_string must occur exactly once, whitespace included, unless replace_all); answers the changed lines with their numbers. Nothing changes when old_string is missing or ambiguous.",
+		Annotations: &mcp.ToolAnnotations{Title: "Edit a file", DestructiveHint: &yes, OpenWorldHint: &no}}, s.editFile)
+	mcp.AddTool(srv, &mcp.Tool{Name: "list_dir", Description: "List a directory of a session (default: its current directory), depth levels deep (1 to 8): directories end with /, symlinks show their target, files their size.",
+		Annotations: &mcp.ToolAnnotations{Title: "List a directory", ReadOnlyHint: true, OpenWorldHint: &no}}, s.listDir)
 	return srv
 }
 

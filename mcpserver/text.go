@@ -276,6 +276,12 @@ var toolNames = strings.NewReplacer(
 	protocol.MethodSessionScreen, "screen",
 	protocol.MethodSessionOutput, "read_background",
 	protocol.MethodSessionResize, "resize",
+	protocol.MethodFSRead, "read_file",
+	protocol.MethodFSWrite, "write_file",
+	protocol.MethodFSEdit, "edit_file",
+	protocol.MethodFSList, "list_dir",
+	"old text", "old_string",
+	"old must not be empty", "old_string must not be empty",
 	"session_id", "session",
 )
 

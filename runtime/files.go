@@ -45,25 +45,40 @@ func (rt *Runtime) fsys() (*files.FS, error) {
 // fsScope is where and as whom the session's file operations run: its
 // current directory, and its uid and gid when it is isolated. An isolated
 // session that has ended has given its uid back, so it has no identity
-// to act with any more.
-func (rt *Runtime) fsScope(ref string) (*files.FS, files.Scope, *session.Session, error) {
-	fs, err := rt.fsys()
-	if err != nil {
-		return nil, files.Scope{}, nil, err
+// to act with any more. An isolated session also has a mount namespace of
+// its own (its /tmp is not the daemon's): its paths are resolved in its
+// tree, from its namespace's root (files.FS.Within), so that fs.write
+// /tmp/x writes the file its shell reads as /tmp/x. The caller calls done
+// when the operation is over.
+func (rt *Runtime) fsScope(ref string) (fs *files.FS, sc files.Scope, s *session.Session, done func(), err error) {
+	done = func() {}
+	if fs, err = rt.fsys(); err != nil {
+		return nil, sc, nil, done, err
 	}
-	s, err := rt.execSession(ref)
-	if err != nil {
-		return nil, files.Scope{}, nil, err
+	if s, err = rt.execSession(ref); err != nil {
+		return nil, sc, nil, done, err
 	}
 	info := s.Info()
-	sc := files.Scope{Dir: info.WorkingDir}
+	sc = files.Scope{Dir: info.WorkingDir}
 	if uid, gid, ok := s.Credential(); ok {
 		if info.State == session.StateExited {
-			return nil, sc, nil, &session.Error{Kind: session.ErrExited, Msg: fmt.Sprintf("session %s has exited; its files can no longer be reached as its user", s.ID())}
+			return nil, sc, nil, done, &session.Error{Kind: session.ErrExited, Msg: fmt.Sprintf("session %s has exited; its files can no longer be reached as its user", s.ID())}
 		}
 		sc.Identity = &files.Identity{UID: uid, GID: gid}
 	}
-	return fs, sc, s, nil
+	dir, own, err := s.RootDir()
+	if err != nil {
+		return nil, sc, nil, done, err
+	}
+	if own {
+		in, err := fs.Within(dir)
+		dir.Close()
+		if err != nil {
+			return nil, sc, nil, done, err
+		}
+		fs, done = in, func() { in.Close() }
+	}
+	return fs, sc, s, done, nil
 }
 
 // FSRead answers a chunk of a file (fs.read).
@@ -76,10 +91,11 @@ func (rt *Runtime) fsRead(_ context.Context, p protocol.FSReadParams) (res proto
 	if enc != protocol.EncodingAuto && enc != protocol.EncodingUTF8 && enc != protocol.EncodingBase64 {
 		return res, protocol.Errorf(protocol.CodeInvalidParams, "encoding must be \"auto\", \"utf-8\" or \"base64\", got %q", clip(enc, 32))
 	}
-	fs, sc, _, err := rt.fsScope(p.SessionID)
+	fs, sc, _, done, err := rt.fsScope(p.SessionID)
 	if err != nil {
 		return res, err
 	}
+	defer done()
 	c, err := fs.Read(sc, p.Path, files.ReadOptions{Offset: p.Offset, Length: p.Length, LineOffset: p.LineOffset, LineLimit: p.LineLimit})
 	if err != nil {
 		return res, err
@@ -176,10 +192,11 @@ func (rt *Runtime) writeFile(actor, op, ref, path string, r io.Reader, mode stri
 		fm := os.FileMode(m)
 		o.Mode = &fm
 	}
-	fs, sc, s, err := rt.fsScope(ref)
+	fs, sc, s, done, err := rt.fsScope(ref)
 	if err != nil {
 		return protocol.FSWriteResult{}, err
 	}
+	defer done()
 	w, err := fs.Write(sc, path, r, o)
 	rt.auditFile(op, actor, s, err, w.Path, w.Size, w.SHA256, nil)
 	if err != nil {
@@ -195,10 +212,11 @@ func (rt *Runtime) fsEdit(ctx context.Context, p protocol.FSEditParams) (res pro
 	if p.Old == nil || p.New == nil {
 		return res, protocol.Errorf(protocol.CodeInvalidParams, "old and new are required: the exact text to replace and its replacement")
 	}
-	fs, sc, s, err := rt.fsScope(p.SessionID)
+	fs, sc, s, done, err := rt.fsScope(p.SessionID)
 	if err != nil {
 		return res, err
 	}
+	defer done()
 	e, err := fs.Edit(sc, p.Path, *p.Old, *p.New, p.ReplaceAll)
 	rt.auditFile(protocol.MethodFSEdit, actor, s, err, e.Path, e.Size, e.SHA256, func(ev *zerolog.Event) { ev.Int("replacements", e.Replacements) })
 	if err != nil {
@@ -215,10 +233,11 @@ func (rt *Runtime) fsEdit(ctx context.Context, p protocol.FSEditParams) (res pro
 // FSList lists a directory tree (fs.list).
 func (rt *Runtime) fsList(_ context.Context, p protocol.FSListParams) (res protocol.FSListResult, err error) {
 	defer func() { recordFile(protocol.MethodFSList, err, 0) }()
-	fs, sc, _, err := rt.fsScope(p.SessionID)
+	fs, sc, _, done, err := rt.fsScope(p.SessionID)
 	if err != nil {
 		return res, err
 	}
+	defer done()
 	if p.Path == "" {
 		p.Path = "."
 	}
@@ -236,10 +255,11 @@ func (rt *Runtime) fsList(_ context.Context, p protocol.FSListParams) (res proto
 // FSStat describes a file (fs.stat).
 func (rt *Runtime) fsStat(_ context.Context, p protocol.FSPathParams) (res protocol.FSEntry, err error) {
 	defer func() { recordFile(protocol.MethodFSStat, err, 0) }()
-	fs, sc, _, err := rt.fsScope(p.SessionID)
+	fs, sc, _, done, err := rt.fsScope(p.SessionID)
 	if err != nil {
 		return res, err
 	}
+	defer done()
 	e, err := fs.Stat(sc, p.Path)
 	if err != nil {
 		return res, err
@@ -250,10 +270,11 @@ func (rt *Runtime) fsStat(_ context.Context, p protocol.FSPathParams) (res proto
 // FSMkdir makes a directory (fs.mkdir).
 func (rt *Runtime) fsMkdir(_ context.Context, p protocol.FSMkdirParams) (res protocol.FSPathResult, err error) {
 	defer func() { recordFile(protocol.MethodFSMkdir, err, 0) }()
-	fs, sc, _, err := rt.fsScope(p.SessionID)
+	fs, sc, _, done, err := rt.fsScope(p.SessionID)
 	if err != nil {
 		return res, err
 	}
+	defer done()
 	abs, err := fs.Mkdir(sc, p.Path, p.Parents)
 	if err != nil {
 		return res, err
@@ -265,10 +286,11 @@ func (rt *Runtime) fsMkdir(_ context.Context, p protocol.FSMkdirParams) (res pro
 func (rt *Runtime) fsRemove(ctx context.Context, p protocol.FSRemoveParams) (res protocol.FSRemoveResult, err error) {
 	actor := protocol.CallerFrom(ctx).Actor
 	defer func() { recordFile(protocol.MethodFSRemove, err, 0) }()
-	fs, sc, s, err := rt.fsScope(p.SessionID)
+	fs, sc, s, done, err := rt.fsScope(p.SessionID)
 	if err != nil {
 		return res, err
 	}
+	defer done()
 	abs, n, err := fs.Remove(sc, p.Path, p.Recursive)
 	rt.auditFile(protocol.MethodFSRemove, actor, s, err, abs, 0, "", func(ev *zerolog.Event) {
 		ev.Bool("recursive", p.Recursive).Int("removed", n)
@@ -283,10 +305,11 @@ func (rt *Runtime) fsRemove(ctx context.Context, p protocol.FSRemoveParams) (res
 func (rt *Runtime) fsMove(ctx context.Context, p protocol.FSMoveParams) (res protocol.FSMoveResult, err error) {
 	actor := protocol.CallerFrom(ctx).Actor
 	defer func() { recordFile(protocol.MethodFSMove, err, 0) }()
-	fs, sc, s, err := rt.fsScope(p.SessionID)
+	fs, sc, s, done, err := rt.fsScope(p.SessionID)
 	if err != nil {
 		return res, err
 	}
+	defer done()
 	from, to, err := fs.Move(sc, p.From, p.To, p.Overwrite)
 	rt.auditFile(protocol.MethodFSMove, actor, s, err, from, 0, "", func(ev *zerolog.Event) { ev.Str("to", to) })
 	if err != nil {
@@ -298,11 +321,12 @@ func (rt *Runtime) fsMove(ctx context.Context, p protocol.FSMoveParams) (res pro
 // OpenFile opens a regular file for GET /files, as the session's uid:
 // the caller serves it (ranges included) and closes it.
 func (rt *Runtime) OpenFile(_ context.Context, sessionRef, path string) (*os.File, error) {
-	fs, sc, _, err := rt.fsScope(sessionRef)
+	fs, sc, _, done, err := rt.fsScope(sessionRef)
 	if err != nil {
 		recordFile("http.get", err, 0)
 		return nil, wireError(err)
 	}
+	defer done()
 	f, _, _, err := fs.Open(sc, path)
 	if err != nil {
 		recordFile("http.get", err, 0)

@@ -229,7 +229,15 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	}
 	if l := s.lease; l != nil {
 		// Its own /tmp, /var/tmp, /dev/shm and IPC (namespace.go).
-		err = inNamespaces([]string{s.tmpDir, l.home, s.cfg.WorkingDir}, run, s.exited)
+		err = inNamespaces([]string{s.tmpDir, l.home, s.cfg.WorkingDir}, func() error {
+			if err := s.root.openHere(); err != nil {
+				return err
+			}
+			return run()
+		}, s.exited)
+		if err != nil {
+			s.root.drop()
+		}
 	} else {
 		err = run()
 	}
@@ -360,6 +368,7 @@ func (s *Session) reap() {
 	s.setCause(ExitedError{Status: code})
 	s.logEnd()
 	s.complete(-1, Status{ExitCode: code, Exited: true})
+	s.root.drop() // the namespace ends with its last process
 	close(s.exited)
 }
 

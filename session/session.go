@@ -129,6 +129,7 @@ type Session struct {
 
 	lease     *lease // the uid the session runs under, when isolated
 	leaseOnce sync.Once
+	root      nsRoot // its mount namespace's "/", when isolated (root.go)
 
 	// tw samples the terminal for input waits (SPEC §8), made on first use.
 	twOnce sync.Once
@@ -391,6 +392,7 @@ func (s *Session) CloseWith(cause error) {
 			s.log.Warn().Err(err).Msg("remove the session's cgroup")
 		}
 	}
+	s.root.drop()
 	s.releaseLease()
 	close(s.closed)
 	s.logEnd()

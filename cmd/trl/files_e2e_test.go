@@ -233,21 +233,41 @@ func TestFilesIsolatedEndToEnd(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("%d\n%d\nA's secret", uid, st.Sys().(*syscall.Stat_t).Gid), ra["stdout"], "the file is the session's")
 	assert.GreaterOrEqual(t, int(uid), first)
 
-	// Make the file reachable by path (a home is 0700): even then b may
-	// not read or change it.
-	require.NoError(t, os.Chmod(filepath.Dir(path), 0o711))
+	// b does not even see a's home: it is bound into a's namespace only
+	// (the homes live under /tmp, which is each session's own).
+	fail(t, c.call("fs.read", map[string]any{"session_id": b, "path": path}), "FILE_NOT_FOUND")
+	r := data(t, c.call("fs.read", map[string]any{"session_id": a, "path": path}))
+	assert.Equal(t, "A's secret", r["data"])
+
+	// In a directory both sessions see, b may not read or change a's
+	// mode-600 file.
+	shared := sharedDir(t)
+	path = filepath.Join(shared, "private")
+	data(t, c.call("fs.write", map[string]any{"session_id": a, "path": path, "data": "A's secret", "mode": "0600"}))
+	data(t, c.call("exec.run", map[string]any{"session_id": a, "command": "mkdir -m 700 " + filepath.Join(shared, "adir")}))
 	fail(t, c.call("fs.read", map[string]any{"session_id": b, "path": path}), "PERMISSION_DENIED")
 	fail(t, c.call("fs.write", map[string]any{"session_id": b, "path": path, "data": "B", "append": true}), "PERMISSION_DENIED")
 	fail(t, c.call("fs.edit", map[string]any{"session_id": b, "path": path, "old": "A", "new": "B"}), "PERMISSION_DENIED")
 	fail(t, c.call("fs.remove", map[string]any{"session_id": b, "path": path}), "PERMISSION_DENIED")
-	require.NoError(t, os.Chmod(filepath.Dir(path), 0o700))
-	fail(t, c.call("fs.list", map[string]any{"session_id": b, "path": filepath.Dir(path)}), "PERMISSION_DENIED")
-	r := data(t, c.call("fs.read", map[string]any{"session_id": a, "path": path}))
+	fail(t, c.call("fs.list", map[string]any{"session_id": b, "path": filepath.Join(shared, "adir")}), "PERMISSION_DENIED")
+	r = data(t, c.call("fs.read", map[string]any{"session_id": a, "path": path}))
 	assert.Equal(t, "A's secret", r["data"])
 	// Nor can it read a root-only file the daemon itself could.
-	rootOnly := filepath.Join(t.TempDir(), "root-only")
+	rootOnly := filepath.Join(shared, "root-only")
 	require.NoError(t, os.WriteFile(rootOnly, []byte("root"), 0o600))
-	require.NoError(t, os.Chmod(filepath.Dir(rootOnly), 0o755))
-	require.NoError(t, os.Chmod(filepath.Dir(filepath.Dir(rootOnly)), 0o755))
 	fail(t, c.call("fs.read", map[string]any{"session_id": b, "path": rootOnly}), "PERMISSION_DENIED")
+}
+
+// sharedDir is a directory every isolated session sees and may write to
+// (mode 1777, like /tmp): made under /, because /tmp, /var/tmp and
+// /dev/shm are each isolated session's own.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/", ".trl-e2e-shared-")
+	if err != nil {
+		t.Skipf("a directory outside /tmp that sessions share is needed: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, os.ModeSticky|0o777))
+	return dir
 }

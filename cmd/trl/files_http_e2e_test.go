@@ -182,7 +182,18 @@ func TestHTTPFilesIsolated(t *testing.T) {
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, int(st.Sys().(*syscall.Stat_t).Uid), first, "the upload is the session's")
-	require.NoError(t, os.Chmod(filepath.Dir(path), 0o711)) // reachable by path, still mode 600
+	// b does not see a's home (bound into a's namespace only); in a
+	// directory both see, a's mode-600 file is still not b's.
+	resp = d.do(t, http.MethodGet, d.filesURL(path, "session", b), nil, bearer())
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp.Body.Close()
+	resp = d.do(t, http.MethodGet, d.filesURL(path, "session", a), nil, bearer())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	got, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, "A's", string(got))
+	path = filepath.Join(sharedDir(t), "private")
+	resp = d.do(t, http.MethodPut, d.filesURL(path, "session", a, "mode", "0600"), bytes.NewReader([]byte("A's")), bearer())
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", bodyJSON(t, resp))
 	resp = d.do(t, http.MethodGet, d.filesURL(path, "session", b), nil, bearer())
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	assert.Equal(t, "PERMISSION_DENIED", errorCode(bodyJSON(t, resp)))
@@ -190,6 +201,6 @@ func TestHTTPFilesIsolated(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	resp = d.do(t, http.MethodGet, d.filesURL(path, "session", a), nil, bearer())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	got, _ := io.ReadAll(resp.Body)
+	got, _ = io.ReadAll(resp.Body)
 	assert.Equal(t, "A's", string(got))
 }

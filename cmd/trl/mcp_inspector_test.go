@@ -46,7 +46,8 @@ func TestMCPInspector(t *testing.T) {
 		return string(out)
 	}
 	list := inspect("--method", "tools/list")
-	for _, tool := range []string{`"run"`, `"send_input"`, `"wait"`, `"read_output"`, `"screen"`, `"cancel"`, `"session_create"`, `"session_list"`, `"session_info"`, `"session_destroy"`, `"read_background"`, `"resize"`} {
+	for _, tool := range []string{`"run"`, `"send_input"`, `"wait"`, `"read_output"`, `"screen"`, `"cancel"`, `"session_create"`, `"session_list"`, `"session_info"`, `"session_destroy"`, `"read_background"`, `"resize"`,
+		`"read_file"`, `"write_file"`, `"edit_file"`, `"list_dir"`} {
 		assert.Contains(t, list, tool)
 	}
 	out := inspect("--method", "tools/call", "--tool-name", "run", "--tool-arg", "command=echo from-inspector")
@@ -61,4 +62,9 @@ func TestMCPInspector(t *testing.T) {
 	assert.Contains(t, out, `first\n[session created on first use]\nexit 0`)
 	out = inspect("--method", "tools/call", "--tool-name", "run", "--tool-arg", "session=inspected", "--tool-arg", "command=echo kept=$KEPT")
 	assert.Contains(t, out, `kept=yes\nexit 0`)
+	// The file tools through the bridge.
+	f := filepath.Join(t.TempDir(), "inspected.txt")
+	inspect("--method", "tools/call", "--tool-name", "write_file", "--tool-arg", "session=inspected", "--tool-arg", "path="+f, "--tool-arg", "content=from the inspector")
+	out = inspect("--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "session=inspected", "--tool-arg", "path="+f)
+	assert.Contains(t, out, `     1\tfrom the inspector\n[`+f+`: line 1 of 1; the whole file]`)
 }
