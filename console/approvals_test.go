@@ -138,3 +138,14 @@ func jsString(s string) string {
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// TestBrowserShowsForkParent: the session list says which session a fork
+// came from.
+func TestBrowserShowsForkParent(t *testing.T) {
+	h := newHarness(t, false, "")
+	b := newBrowser(t)
+	h.call(t, "session.create", map[string]any{"shell": "/bin/sh", "name": "origin"})
+	h.call(t, "session.fork", map[string]any{"session_id": "origin", "name": "trial"})
+	b.navigate(h.con.LoginURL(h.srv.URL))
+	b.waitTrue(`[...document.querySelectorAll("#sessions tbody tr")].some((tr) => tr.innerText.includes("trial forked from origin"))`, "the fork names its parent")
+}

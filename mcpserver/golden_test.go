@@ -131,6 +131,8 @@ func TestGolden(t *testing.T) {
 
 	call("a named session", "session_create", map[string]any{"name": "work", "shell": "/bin/sh", "working_dir": "/tmp"})
 	call("a name in use", "session_create", map[string]any{"name": "work"})
+	call("a fork of it", "session_fork", map[string]any{"session": "work", "name": "work-try"})
+	call("a fork of no session", "session_fork", map[string]any{"session": "nope"})
 	call("the sessions", "session_list", map[string]any{})
 	call("an idle session", "session_info", map[string]any{"session": "work"})
 	call("a new size", "resize", map[string]any{"session": "work", "rows": 10, "cols": 40})

@@ -1,7 +1,7 @@
 // Package mcpserver is trl as an MCP server (SPEC §10), built on the
 // official SDK (github.com/modelcontextprotocol/go-sdk). Its tools — run,
 // send_input, wait, read_output, screen, cancel, session_create,
-// session_list, session_info, session_destroy, read_background, resize,
+// session_fork, session_list, session_info, session_destroy, read_background, resize,
 // and the file tools read_file, write_file, edit_file, list_dir —
 // are trl's typed API (protocol.API) seen by a model: the runtime itself
 // (in-process) or a live daemon through the Go client (trl mcp's bridge),
@@ -84,6 +84,8 @@ func New(o Options) *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{Title: "Cancel a command", DestructiveHint: &yes, OpenWorldHint: &no}}, s.cancel)
 	mcp.AddTool(srv, &mcp.Tool{Name: "session_create", Description: "Create a named shell session (its own working directory, variables and history).",
 		Annotations: &mcp.ToolAnnotations{Title: "Create a session", DestructiveHint: &no, OpenWorldHint: &no}}, s.sessionCreate)
+	mcp.AddTool(srv, &mcp.Tool{Name: "session_fork", Description: "Copy a session's state (directory, variables, functions, aliases, options) into a new session, to try something without changing the original.",
+		Annotations: &mcp.ToolAnnotations{Title: "Fork a session", DestructiveHint: &no, OpenWorldHint: &no}}, s.sessionFork)
 	mcp.AddTool(srv, &mcp.Tool{Name: "session_list", Description: "List the shell sessions with their state and working directory.",
 		Annotations: &mcp.ToolAnnotations{Title: "List sessions", ReadOnlyHint: true, OpenWorldHint: &no}}, s.sessionList)
 	mcp.AddTool(srv, &mcp.Tool{Name: "session_info", Description: "Describe a session: its state, shell, current working directory and the command running in it.",

@@ -65,7 +65,7 @@ func TestToolsListed(t *testing.T) {
 	for _, tool := range res.Tools {
 		byName[tool.Name] = tool
 	}
-	for _, name := range []string{"run", "send_input", "wait", "read_output", "screen", "cancel", "session_create", "session_list", "session_info", "session_destroy", "read_background", "resize",
+	for _, name := range []string{"run", "send_input", "wait", "read_output", "screen", "cancel", "session_create", "session_fork", "session_list", "session_info", "session_destroy", "read_background", "resize",
 		"read_file", "write_file", "edit_file", "list_dir"} {
 		tool := byName[name]
 		require.NotNil(t, tool, name)
@@ -78,7 +78,7 @@ func TestToolsListed(t *testing.T) {
 	assert.Contains(t, string(b), `"command"`)
 	assert.Contains(t, string(b), "the shell command line to run", "each field is described")
 	assert.True(t, byName["screen"].Annotations.ReadOnlyHint)
-	assert.Len(t, res.Tools, 16, "every tool is listed above")
+	assert.Len(t, res.Tools, 17, "every tool is listed above")
 	for _, name := range []string{"read_file", "list_dir"} {
 		assert.True(t, byName[name].Annotations.ReadOnlyHint, name)
 	}

@@ -63,3 +63,24 @@ func TestRunUnderPolicy(t *testing.T) {
 	assert.Contains(t, text, "pushed")
 	assert.Contains(t, text, "exit 0")
 }
+
+// TestSessionFork: session_fork copies a session's state into a new one,
+// which a model then runs commands in; the source is left as it was.
+func TestSessionFork(t *testing.T) {
+	cs, _ := connect(t, nil)
+	_, _, isErr := callTool(t, cs, "session_create", map[string]any{"name": "src", "shell": "/bin/bash"})
+	require.False(t, isErr)
+	_, _, isErr = callTool(t, cs, "run", map[string]any{"session": "src", "command": "cd /usr && export KEEP=kept && greet() { echo hi-$1; }"})
+	require.False(t, isErr)
+	text, structured, isErr := callTool(t, cs, "session_fork", map[string]any{"session": "src", "name": "trial"})
+	require.False(t, isErr, text)
+	assert.Contains(t, text, "session trial forked from src")
+	assert.Equal(t, "trial", structured["name"])
+	text, _, _ = callTool(t, cs, "run", map[string]any{"session": "trial", "command": "pwd; echo $KEEP; greet x; cd /; export KEEP=changed"})
+	assert.Contains(t, text, "/usr\nkept\nhi-x\n")
+	text, _, _ = callTool(t, cs, "run", map[string]any{"session": "src", "command": "pwd; echo $KEEP"})
+	assert.Contains(t, text, "/usr\nkept\n", "the source is untouched")
+	text, _, isErr = callTool(t, cs, "session_fork", map[string]any{"session": "nope"})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "SESSION_NOT_FOUND")
+}

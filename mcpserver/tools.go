@@ -318,6 +318,27 @@ func (s *server) sessionCreate(ctx context.Context, _ *mcp.CallToolRequest, in S
 	return result(fmt.Sprintf("session %s (%s) created: %s in %s", info.SessionID, info.Name, info.Shell, info.WorkingDir), info), nil, nil
 }
 
+// SessionForkInput is the session_fork tool's input.
+type SessionForkInput struct {
+	Session string `json:"session" jsonschema:"the session to fork (id or name): its directory, variables, functions, aliases and options are copied; it is not changed"`
+	Name    string `json:"name,omitempty" jsonschema:"a unique name for the new session"`
+}
+
+func (s *server) sessionFork(ctx context.Context, _ *mcp.CallToolRequest, in SessionForkInput) (*mcp.CallToolResult, any, error) {
+	if in.Session == "" {
+		return toolError(protocol.Errorf(protocol.CodeInvalidParams, "session is required: the session to fork")), nil, nil
+	}
+	info, err := s.api.SessionFork(s.ctx(ctx), protocol.SessionForkParams{SessionID: in.Session, Name: in.Name})
+	if err != nil {
+		return toolError(err), nil, nil
+	}
+	name := info.Name
+	if name == "" {
+		name = info.SessionID
+	}
+	return result(fmt.Sprintf("session %s forked from %s: %s in %s, with its variables, functions, aliases and options; run commands in it with run {session: %q}", name, in.Session, info.Shell, info.WorkingDir, name), info), nil, nil
+}
+
 // SessionListInput is the session_list tool's (empty) input.
 type SessionListInput struct{}
 

@@ -142,13 +142,6 @@ func enterNamespaces(keep []string) error {
 			return fmt.Errorf("mount a private mqueue on /dev/mqueue: %w", err)
 		}
 	}
-	// A POSIX message queue file system mounted on the host shows the
-	// host's queues; mounted again here it shows this namespace's.
-	if isMountPoint("/dev/mqueue") {
-		if err := unix.Mount("mqueue", "/dev/mqueue", "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("mount a private mqueue on /dev/mqueue: %w", err)
-		}
-	}
 	for _, k := range binds {
 		// Parents made in the fresh tmpfs are root's: a session may pass
 		// through them, not replace them.

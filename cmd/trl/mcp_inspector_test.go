@@ -46,7 +46,7 @@ func TestMCPInspector(t *testing.T) {
 		return string(out)
 	}
 	list := inspect("--method", "tools/list")
-	for _, tool := range []string{`"run"`, `"send_input"`, `"wait"`, `"read_output"`, `"screen"`, `"cancel"`, `"session_create"`, `"session_list"`, `"session_info"`, `"session_destroy"`, `"read_background"`, `"resize"`,
+	for _, tool := range []string{`"run"`, `"send_input"`, `"wait"`, `"read_output"`, `"screen"`, `"cancel"`, `"session_create"`, `"session_fork"`, `"session_list"`, `"session_info"`, `"session_destroy"`, `"read_background"`, `"resize"`,
 		`"read_file"`, `"write_file"`, `"edit_file"`, `"list_dir"`} {
 		assert.Contains(t, list, tool)
 	}

@@ -45,11 +45,15 @@ async function refreshList() {
   body.replaceChildren();
   const sessions = (data.sessions && data.sessions.sessions) || [];
   $("empty").hidden = sessions.length > 0;
+  const names = {};
+  for (const s of sessions) names[s.session_id] = s.name || s.session_id;
   for (const s of sessions) {
     const tr = el("tr", "row");
     tr.dataset.session = s.session_id;
     const c = running[s.session_id];
-    tr.append(el("td", "", s.name || s.session_id), el("td", "state-" + s.state, s.state),
+    const nameCell = el("td", "", s.name || s.session_id);
+    if (s.parent) nameCell.append(el("span", "parent", " forked from " + (names[s.parent] || s.parent)));
+    tr.append(nameCell, el("td", "state-" + s.state, s.state),
       el("td", "", c ? c.command : ""), el("td", c && c.input ? "waiting" : "", c && c.input ? c.input.kind + (c.input.prompt ? ": " + c.input.prompt : "") : ""),
       el("td", "", s.working_dir), el("td", "", age(s.created_at)));
     tr.addEventListener("click", () => { location.hash = "session/" + encodeURIComponent(s.session_id); });
