@@ -28,7 +28,7 @@ func approvalHarness(t *testing.T) *harness {
 	p, err := policy.Parse([]byte("default: allow\nrules:\n  - match: {program: [\"git push\"]}\n    action: ask\n    reason: leaves the machine\n    dangerous: true\n"), "p.yaml")
 	require.NoError(t, err)
 	rt := runtime.New(runtime.Options{Logger: zerolog.Nop(), Policy: policy.NewEvaluator(p), Approvals: approval.New(approval.Options{Timeout: time.Minute})})
-	con := New(Options{API: rt, Sessions: rt, Approve: true, ApproverToken: testApproverToken, BearerToken: token, Logger: zerolog.Nop(), Audit: zerolog.Nop()})
+	con := New(Options{API: rt, Sessions: rt, Approve: true, ApproverToken: testApproverToken, BearerToken: token, Logger: zerolog.Nop()})
 	srv := httptest.NewServer(con)
 	t.Cleanup(func() {
 		srv.Close()

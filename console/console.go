@@ -32,6 +32,9 @@ var static embed.FS
 // Sessions finds a live session to watch.
 type Sessions interface {
 	Session(ref string) (*session.Session, error)
+	// TypeInto types a person's keys into a session's terminal, through
+	// the runtime (input marks, audit, secrets at a password prompt).
+	TypeInto(ctx context.Context, ref string, p []byte) error
 }
 
 // Options configure a Console.
@@ -55,8 +58,6 @@ type Options struct {
 	// RecordDir holds the recordings the console replays; empty: none.
 	RecordDir string
 	Logger    zerolog.Logger
-	// Audit receives one event per input typed in the console.
-	Audit zerolog.Logger
 }
 
 // Console is an http.Handler for /console/.

@@ -35,7 +35,7 @@ type harness struct {
 func newHarness(t *testing.T, write bool, recordDir string) *harness {
 	t.Helper()
 	rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
-	con := New(Options{API: rt, Sessions: rt, Write: write, BearerToken: token, RecordDir: recordDir, Logger: zerolog.Nop(), Audit: zerolog.Nop()})
+	con := New(Options{API: rt, Sessions: rt, Write: write, BearerToken: token, RecordDir: recordDir, Logger: zerolog.Nop()})
 	srv := httptest.NewServer(con)
 	t.Cleanup(func() {
 		srv.Close()

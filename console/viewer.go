@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/trl-project/trl/metrics"
+	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/screen"
 	"github.com/trl-project/trl/session"
 )
@@ -269,11 +270,14 @@ func (c *Console) readInput(ctx context.Context, conn *websocket.Conn, s *sessio
 			_ = c.send(ctx, conn, websocket.MessageText, msg)
 			continue
 		}
-		// At a password prompt what is typed is a secret (masked in the
-		// output and in recordings' "i" events).
-		secret, err := s.WriteTyped([]byte(m.Data))
-		c.opts.Audit.Info().Str("event", "input").Str("actor", "console").Str("session", s.ID()).
-			Int("bytes", len(m.Data)).Bool("secret", secret).Bool("ok", err == nil).Msg("input")
+		// Through the runtime: at a password prompt what is typed is a
+		// secret (masked in the output and in recordings' "i" events);
+		// the runtime audits it as actor "console".
+		tctx := protocol.WithCaller(ctx, protocol.Caller{Transport: "console", Actor: "console"})
+		if err := c.opts.Sessions.TypeInto(tctx, s.ID(), []byte(m.Data)); err != nil {
+			msg, _ := json.Marshal(control{Type: "error", Message: protocol.AsError(err).Message})
+			_ = c.send(ctx, conn, websocket.MessageText, msg)
+		}
 	}
 }
 

@@ -236,6 +236,36 @@ func inputItems(list protocol.InputList) ([]terminput.Item, error) {
 	return items, nil
 }
 
+// TypeInto is a person typing into a session's terminal in the web
+// console: raw bytes as the browser's terminal sends them, to whatever
+// runs there. It goes through the runtime as exec.input does: the running
+// command learns that input came (its input-wait sampling waits for the
+// program to read it), the typing is audited with the caller's actor,
+// and at a password prompt the line is a secret (masked everywhere, never
+// audited). A person is not an agent: the command policy does not check
+// what a person types.
+func (rt *Runtime) TypeInto(ctx context.Context, ref string, p []byte) error {
+	_, err := serve(rt, ctx, "console.type", func() (struct{}, error) {
+		s, err := rt.lookup(ref)
+		if err != nil {
+			return struct{}{}, err
+		}
+		c := rt.current(s)
+		if c != nil {
+			c.Typed(time.Now())
+		}
+		secret, err := s.WriteTyped(p)
+		ev := rt.audit.Info().Str("event", "input").Str("actor", protocol.CallerFrom(ctx).Actor).Str("session", s.ID()).
+			Int("bytes", len(p)).Bool("secret", secret).Bool("ok", err == nil)
+		if c != nil {
+			ev = ev.Str("exec_id", c.ID())
+		}
+		ev.Msg("input")
+		return struct{}{}, err
+	})
+	return err
+}
+
 // auditInput writes one event per exec.input: who typed how much into
 // which command, the keys by name, and the text (cut) unless secret.
 func (rt *Runtime) auditInput(c *exec.Job, actor string, items []terminput.Item, n int, secret bool) {

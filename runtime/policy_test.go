@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/trl-project/trl/approval"
@@ -353,4 +355,33 @@ func TestPolicyOnTypedLines(t *testing.T) {
 	got, err := rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList{protocol.Text("rm -rf /"), protocol.Key("Enter")}, Until: &[]string{}})
 	require.NoError(t, err)
 	assert.Contains(t, got.Stdout, "got:rm -rf /\n", "typed as data, the line reached the program")
+}
+
+// TestTypeIntoGoesThroughTheRuntime: a person's typing in the console
+// reaches the running command through the runtime, which audits it with
+// the console's actor and the command's exec_id; at a password prompt it
+// is a secret: masked in the output, never in the audit log.
+func TestTypeIntoGoesThroughTheRuntime(t *testing.T) {
+	var audit syncBuffer
+	log := zerolog.New(&audit)
+	rt := newRuntime(t, Options{Audit: &log})
+	line := "printf 'Name: '; read n; printf 'Password: '; stty -echo; read pw; stty echo; echo; echo \"hello $n, $pw\""
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &line})
+	require.NoError(t, err)
+	require.Equal(t, protocol.StateWaitingInput, st.State)
+	console := protocol.WithCaller(context.Background(), protocol.Caller{Transport: "console", Actor: "console"})
+	require.NoError(t, rt.TypeInto(console, st.SessionID, []byte("ada\r")))
+	_, err = rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID})
+	require.NoError(t, err)
+	require.NoError(t, rt.TypeInto(console, st.SessionID, []byte("s3cret-pass\r")))
+	end, err := rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID, Until: &[]string{}})
+	require.NoError(t, err)
+	assert.Contains(t, end.Stdout, "hello ada, ***", "the password typed at a no-echo prompt is masked")
+	assert.NotContains(t, end.Stdout, "s3cret-pass")
+	logged := audit.String()
+	assert.Contains(t, logged, `"actor":"console"`)
+	assert.Contains(t, logged, `"exec_id":"`+st.ExecID+`"`)
+	assert.Contains(t, logged, `"secret":true`)
+	assert.NotContains(t, logged, "s3cret-pass")
+	assert.Error(t, rt.TypeInto(console, "no-such-session", []byte("x")))
 }

@@ -69,7 +69,7 @@ func (f *httpFlags) listen(log zerolog.Logger, rt *runtime.Runtime, maxBody int)
 	var con *console.Console
 	if f.console || f.consoleWrite || f.consoleApprove {
 		con = console.New(console.Options{API: rt, Sessions: rt, Write: f.consoleWrite, Approve: f.consoleWrite || f.consoleApprove, ApproverToken: approverToken, BearerToken: token,
-			RecordDir: f.record, Logger: log, Audit: log})
+			RecordDir: f.record, Logger: log})
 	}
 	gw := gateway.New(rt, gateway.Options{DefaultTimeout: f.gatewayTimeout, IdleTimeout: f.gatewayIdle, MaxBodyBytes: int64(maxBody), Logger: log})
 	srv, err := transport.ListenHTTP(f.addr, transport.HTTPOptions{
