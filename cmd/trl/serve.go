@@ -105,6 +105,25 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 	return runtime.New(opts), closeAudit, nil
 }
 
+// reloadOnHUP reloads the policy on SIGHUP until ctx ends (a bad file is
+// refused and the one in force kept; both are logged). The returned func
+// stops listening for the signal.
+func (l *limits) reloadOnHUP(ctx context.Context, log zerolog.Logger) (stop func()) {
+	if l.policy == nil {
+		return func() {}
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go l.policy.ReloadOn(ctx, hup, l.policyFile, func(p *policy.Policy, err error) {
+		if err != nil {
+			log.Error().Err(err).Str("policy", l.policyFile).Msg("policy reload refused; the policy in force is kept")
+			return
+		}
+		log.Info().Str("policy", l.policyFile).Int("rules", p.Len()).Msg("policy reloaded")
+	})
+	return func() { signal.Stop(hup) }
+}
+
 func serve(args []string) int {
 	fs := flag.NewFlagSet("trl serve", flag.ContinueOnError)
 	var l limits
@@ -143,20 +162,7 @@ func serve(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if l.policy != nil {
-		// SIGHUP reloads the policy; a bad file is refused and the one in
-		// force kept. Both are logged.
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		go l.policy.ReloadOn(ctx, hup, l.policyFile, func(p *policy.Policy, err error) {
-			if err != nil {
-				log.Error().Err(err).Str("policy", l.policyFile).Msg("policy reload refused; the policy in force is kept")
-				return
-			}
-			log.Info().Str("policy", l.policyFile).Int("rules", p.Len()).Msg("policy reloaded")
-		})
-	}
+	defer l.reloadOnHUP(ctx, log)()
 
 	hs, err := hf.listen(log, rt, l.maxMessageBytes)
 	if err != nil {
@@ -231,20 +237,7 @@ func stdio(args []string) int {
 	defer closeAudit()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if l.policy != nil {
-		// SIGHUP reloads the policy; a bad file is refused and the one in
-		// force kept. Both are logged.
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		go l.policy.ReloadOn(ctx, hup, l.policyFile, func(p *policy.Policy, err error) {
-			if err != nil {
-				log.Error().Err(err).Str("policy", l.policyFile).Msg("policy reload refused; the policy in force is kept")
-				return
-			}
-			log.Info().Str("policy", l.policyFile).Int("rules", p.Len()).Msg("policy reloaded")
-		})
-	}
+	defer l.reloadOnHUP(ctx, log)()
 	err = transport.ServeStdio(ctx, os.Stdin, os.Stdout, rt, transport.ConnOptions{MaxMessageBytes: l.maxMessageBytes, Actor: fmt.Sprintf("stdio pid=%d", os.Getppid())})
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
