@@ -1,7 +1,6 @@
 package files
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -243,9 +242,6 @@ func (l loc) mkdirAll(rel string, mode uint32) error {
 	}
 	return nil
 }
-
-// errnoIs reports whether err is the errno e.
-func errnoIs(err, e error) bool { return errors.Is(err, e) }
 
 // fileOf wraps a descriptor as an *os.File.
 func fileOf(fd int, name string) *os.File { return os.NewFile(uintptr(fd), name) }

@@ -667,9 +667,6 @@ func (f *fields) count() int {
 
 func (f *fields) done() bool { return len(f.b) == 0 || f.err != nil }
 
-// scriptQuote is quote for a value in trl's scripts.
-func scriptQuote(s string) string { return quote(s) }
-
 // sortedKeys returns m's keys in order.
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

@@ -55,7 +55,7 @@ func TestIsolateUIDReuseAcrossRestart(t *testing.T) {
 	r = data(t, c.call("exec.run", map[string]any{"session_id": a, "command": leave}))
 	f = strings.Fields(r["stdout"].(string))
 	require.Len(t, f, 2, "A's output: %v", r)
-	uid, shmid = f[0], f[1]
+	uid = f[0]
 	data(t, c.call("session.destroy", map[string]any{"session_id": a}))
 	for i := 0; i < 4; i++ {
 		s := data(t, c.call("session.create", map[string]any{}))["session_id"]
