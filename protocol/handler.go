@@ -69,7 +69,7 @@ func paramsError(err error) *Error {
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return Errorf(CodeInvalidParams, "unknown parameter %s; see the method's parameters in the README", f)
+		return Errorf(CodeInvalidParams, "unknown parameter %s; see the method's parameters in docs/protocol.md", f)
 	}
 	return Errorf(CodeInvalidParams, "params: %s", strings.TrimPrefix(msg, "json: "))
 }
