@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,28 +24,18 @@ func TestAsciinemaPlaysAsTheScreen(t *testing.T) {
 	}
 	dir := t.TempDir()
 	h := newHarness(t, false, dir)
-	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
-	require.NoError(t, err)
-	rec.poll = 20 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); rec.Run(ctx) }()
+	rec := startRecorder(t, h, dir)
 	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash",
 		"env": map[string]string{"TERM": "xterm-256color", "LANG": "C.UTF-8"}})["session_id"].(string)
-	require.Eventually(t, func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return rec.recs[sid] != nil
-	}, 10*time.Second, 10*time.Millisecond)
+	rec.waitFor(t, sid)
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `printf 'first line\nsecond line\nthird line\n'`})
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `for i in 1 2 3; do printf '\rprogress %d/3' $i; sleep 0.05; done; echo`})
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `printf '漢字 wide\n'`})
 	want := h.screenRows(t, sid)
 	time.Sleep(200 * time.Millisecond) // the recorder's last poll
-	cancel()
-	<-done
+	rec.stop()
 	cast := filepath.Join(dir, sid+".cast")
-	_, err = os.Stat(cast)
+	_, err := os.Stat(cast)
 	require.NoError(t, err)
 
 	sock := filepath.Join(t.TempDir(), "tmux.sock")

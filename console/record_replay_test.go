@@ -2,7 +2,6 @@ package console
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/trl-project/trl/screen"
 )
@@ -56,21 +54,11 @@ func castRows(t *testing.T, path string) []string {
 func TestRecordingReplaysAsTheScreen(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, false, dir)
-	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
-	require.NoError(t, err)
-	rec.poll = 20 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); rec.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	rec := startRecorder(t, h, dir)
 
 	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash",
 		"env": map[string]string{"TERM": "xterm-256color", "LANG": "C.UTF-8"}})["session_id"].(string)
-	require.Eventually(t, func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return rec.recs[sid] != nil
-	}, 10*time.Second, 10*time.Millisecond)
+	rec.waitFor(t, sid)
 	cast := filepath.Join(dir, sid+".cast")
 	same := func(what string) {
 		t.Helper()
@@ -119,20 +107,10 @@ func TestRecordingReplaysAsTheScreen(t *testing.T) {
 func TestResizeReachesViewersAndRecordings(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, false, dir)
-	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
-	require.NoError(t, err)
-	rec.poll = 20 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); rec.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	rec := startRecorder(t, h, dir)
 	b := newBrowser(t)
 	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
-	require.Eventually(t, func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return rec.recs[sid] != nil
-	}, 10*time.Second, 10*time.Millisecond)
+	rec.waitFor(t, sid)
 	openSessionPage(t, h, b, sid)
 	long := `printf '%0100d\n' 7`
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": long})
@@ -162,21 +140,11 @@ func TestResizeReachesViewersAndRecordings(t *testing.T) {
 func TestBrowserReplaysRecordings(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, false, dir)
-	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
-	require.NoError(t, err)
-	rec.poll = 20 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); rec.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	rec := startRecorder(t, h, dir)
 	b := newBrowser(t)
 	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash",
 		"env": map[string]string{"TERM": "xterm-256color", "LANG": "C.UTF-8"}})["session_id"].(string)
-	require.Eventually(t, func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return rec.recs[sid] != nil
-	}, 10*time.Second, 10*time.Millisecond)
+	rec.waitFor(t, sid)
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `printf 'first line\nsecond line\n'; for i in 1 2 3; do printf '\rprogress %d/3' $i; sleep 0.05; done; echo; printf '漢字🚀\033[9G|col 9\n'`})
 	if _, err := exec.LookPath("vi"); err == nil {
 		file := filepath.Join(t.TempDir(), "notes.txt")

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,20 +45,10 @@ func castEvents(t *testing.T, path string) (out, in string) {
 func TestConsolePasswordInputIsSecret(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, true, dir)
-	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
-	require.NoError(t, err)
-	rec.poll = 20 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); rec.Run(ctx) }()
+	rec := startRecorder(t, h, dir)
 
 	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/bash"})["session_id"].(string)
-	require.Eventually(t, func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		_, ok := rec.recs[sid]
-		return ok
-	}, 10*time.Second, 10*time.Millisecond, "the recorder never picked up the session")
+	rec.waitFor(t, sid)
 	c := h.login(t)
 	conn, _, err := dialViewer(t, h, c, sid, h.srv.URL)
 	require.NoError(t, err)
@@ -78,8 +67,7 @@ func TestConsolePasswordInputIsSecret(t *testing.T) {
 	assert.Contains(t, st["stdout"], "you typed ***")
 	assert.NotContains(t, st["stdout"], "c0nsole")
 	time.Sleep(200 * time.Millisecond) // the recorder's last poll
-	cancel()
-	<-done
+	rec.stop()
 
 	out, in := castEvents(t, filepath.Join(dir, sid+".cast"))
 	assert.NotContains(t, in, "c0nsole", "the .cast input events hold the password")
