@@ -48,6 +48,7 @@ func TestBenchQuick(t *testing.T) {
 		Policy      map[string]any   `json:"policy"`
 		Files       map[string]any   `json:"files"`
 		State       map[string]any   `json:"state"`
+		Masking     map[string]any   `json:"masking"`
 		Goals       []map[string]any `json:"goals"`
 	}
 	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
@@ -90,7 +91,8 @@ func TestBenchQuick(t *testing.T) {
 	assert.NotNil(t, rep.Files["fs_read_64k"])
 	assert.NotNil(t, rep.Files["cat_64k"])
 	assert.True(t, rep.Files["http_skipped"] != nil || rep.Files["http_over_disk"] != nil, "files: GET /files neither measured nor skipped")
-	assert.Len(t, rep.Goals, 24)
+	assert.NotNil(t, rep.Masking["ratio"], "masking measured: %v", rep.Masking)
+	assert.Len(t, rep.Goals, 25)
 }
 
 type benchPath struct {

@@ -50,7 +50,7 @@ type Options struct {
 // Groups are the measurement groups, in the order they run. Memory comes
 // first, on a daemon that has done nothing yet: later groups leave freed
 // heap behind that new sessions would reuse, hiding their cost.
-var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream", "screen", "interactive", "policy", "files", "state"}
+var Groups = []string{"sessions", "latency", "parallel", "cancel", "largerun", "stream", "screen", "interactive", "policy", "files", "state", "masking"}
 
 // plan is how much of each measurement a run does.
 type plan struct {
@@ -115,7 +115,9 @@ type Report struct {
 	Files  *Files  `json:"files"`
 	// State is SPEC §17: session.state and session.fork.
 	State *StateBench `json:"state"`
-	Goals []Goal      `json:"goals"`
+	// Masking is #23's cost of masking a session's secrets.
+	Masking *Masking `json:"masking"`
+	Goals   []Goal   `json:"goals"`
 }
 
 // Config records how the run was made.
@@ -182,6 +184,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		"policy":      func() { rep.Policy = r.policy() },
 		"files":       func() { rep.Files = r.files() },
 		"state":       func() { rep.State = r.state() },
+		"masking":     func() { rep.Masking = r.masking() },
 	}
 	for _, g := range Groups {
 		if len(o.Only) > 0 && !slices.Contains(o.Only, g) {

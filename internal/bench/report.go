@@ -37,6 +37,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	policyTable(tw, rep.Policy)
 	filesTable(tw, rep.Files)
 	stateTable(tw, rep.State)
+	maskingTable(tw, rep.Masking)
 	goalsTable(tw, rep.Goals)
 	tw.Flush()
 	_, err := io.WriteString(w, b.String())
