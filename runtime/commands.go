@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/trl-project/trl/approval"
 	"github.com/trl-project/trl/exec"
 	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/session"
@@ -15,8 +16,10 @@ import (
 // The command line is checked against the policy first: a denied one never
 // starts, one a person must decide starts held by its approval.
 func (rt *Runtime) launch(ctx context.Context, s *session.Session, r exec.Request, onExit func(*exec.Job, exec.Exit)) (*exec.Job, error) {
-	if j := rt.current(s); j != nil && j.Awaiting() {
-		// The session is held for a command that waits for approval.
+	if rt.current(s) != nil {
+		// Busy (running, or held for a command awaiting approval): said
+		// before the policy is asked, so that no person is asked about a
+		// command that cannot start.
 		return nil, rt.busyError(s, session.ErrBusy)
 	}
 	gate, err := rt.admit(ctx, s, r.Command)
@@ -35,7 +38,13 @@ func (rt *Runtime) launch(ctx context.Context, s *session.Session, r exec.Reques
 	}
 	r.Session, r.SessionID = s, s.ID()
 	r.Actor = protocol.CallerFrom(ctx).Actor
-	return exec.Start(exec.InSession(s), rt.jobs, r, exec.Options{OnExit: onExit})
+	j, err := exec.Start(exec.InSession(s), rt.jobs, r, exec.Options{OnExit: onExit})
+	if err != nil && gate != nil {
+		// It never started (the session ended or was taken meanwhile):
+		// the approval is withdrawn rather than left for a person.
+		_ = rt.opts.Approvals.Decide(gate.p.ID(), approval.Deny, "the command could not start: "+err.Error(), "trl")
+	}
+	return j, err
 }
 
 // lookupExec finds a command by exec_id (a stream_id is one too).
@@ -46,9 +55,17 @@ func (rt *Runtime) lookupExec(id string) (*exec.Job, error) {
 	return rt.jobs.Get(id)
 }
 
-// current returns the command running in s, if any.
+// current returns the command running in s (or held for its approval),
+// if any; one whose end is being recorded no longer counts.
 func (rt *Runtime) current(s *session.Session) *exec.Job {
-	return rt.jobs.Running(s.ID())
+	j := rt.jobs.Running(s.ID())
+	if j == nil {
+		return nil
+	}
+	if _, ended := j.Exit(); ended {
+		return nil
+	}
+	return j
 }
 
 // summary describes j for exec.list and session.info.

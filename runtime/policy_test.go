@@ -385,3 +385,28 @@ func TestTypeIntoGoesThroughTheRuntime(t *testing.T) {
 	assert.NotContains(t, logged, "s3cret-pass")
 	assert.Error(t, rt.TypeInto(console, "no-such-session", []byte("x")))
 }
+
+// TestApprovalNotLeftForACommandThatCannotStart: a command the policy
+// would ask about but that cannot start (a NUL byte no shell can run, or
+// a busy session) leaves no approval pending for a person.
+func TestApprovalNotLeftForACommandThatCannotStart(t *testing.T) {
+	p, err := policy.Parse([]byte(testPolicy), "test-policy.yaml")
+	require.NoError(t, err)
+	approvals := approval.New(approval.Options{Timeout: time.Minute})
+	rt := newRuntime(t, Options{Policy: policy.NewEvaluator(p), Approvals: approvals})
+	bad := "git push \x00"
+	_, err = rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &bad})
+	require.Error(t, err)
+	assert.Equal(t, protocol.CodeInvalidParams, protocol.AsError(err).Code)
+	busy := "sleep 30"
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &busy, YieldMS: ptr(int64(50))})
+	require.NoError(t, err)
+	push := "git push"
+	_, err = rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &push})
+	assert.Equal(t, protocol.CodeSessionBusy, protocol.AsError(err).Code)
+	for _, in := range approvals.List() {
+		assert.NotNil(t, in.Outcome, "no approval is left pending: %+v", in)
+	}
+	_, err = rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID, Signal: "KILL"})
+	require.NoError(t, err)
+}
