@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/trl-project/trl/protocol"
 )
@@ -45,29 +44,12 @@ func (r *runner) masking() *Masking {
 		ids[i] = s.SessionID
 		defer destroySession(c, s.SessionID)
 	}
-	var samples [2][]time.Duration
-	for k := 0; k < r.plan.warm+r.plan.latencyN; k++ {
-		for i := range ids {
-			t := time.Now()
-			var res execResult
-			if err := c.Call("exec.run", execParams{SessionID: ids[i], Command: maskingCommand}, &res); err != nil {
-				out.Error = "exec.run: " + err.Error()
-				return out
-			}
-			if res.ExitCode != 0 {
-				out.Error = fmt.Sprintf("exec.run exited %d", res.ExitCode)
-				return out
-			}
-			if k >= r.plan.warm {
-				samples[i] = append(samples[i], time.Since(t))
-			}
-		}
+	without, with, ratio, err := r.abExecRun(c, c, ids, maskingCommand)
+	if err != nil {
+		out.Error = err.Error()
+		return out
 	}
-	without, with := Summarize(samples[0]), Summarize(samples[1])
-	out.Without, out.With = &without, &with
-	if without.P50US > 0 {
-		out.Ratio = with.P50US / without.P50US
-	}
+	out.Without, out.With, out.Ratio = &without, &with, ratio
 	return out
 }
 

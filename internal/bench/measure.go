@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -76,4 +77,32 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return math.Round(a/b*100) / 100
+}
+
+// abExecRun runs command as exec.run on sessions a and b by turns (a, b,
+// a, b, …), so that both see the same machine, and returns both
+// summaries and b's p50 over a's. A run that exits non-zero is an error.
+func (r *runner) abExecRun(a, b *Conn, ids [2]string, command string) (sa, sb Stats, ratio float64, err error) {
+	conns := [2]*Conn{a, b}
+	var samples [2][]time.Duration
+	for k := 0; k < r.plan.warm+r.plan.latencyN; k++ {
+		for i := range conns {
+			t := time.Now()
+			var res execResult
+			if err := conns[i].Call("exec.run", execParams{SessionID: ids[i], Command: command}, &res); err != nil {
+				return sa, sb, 0, fmt.Errorf("exec.run: %w", err)
+			}
+			if res.ExitCode != 0 {
+				return sa, sb, 0, fmt.Errorf("exec.run exited %d", res.ExitCode)
+			}
+			if k >= r.plan.warm {
+				samples[i] = append(samples[i], time.Since(t))
+			}
+		}
+	}
+	sa, sb = Summarize(samples[0]), Summarize(samples[1])
+	if sa.P50US > 0 {
+		ratio = sb.P50US / sa.P50US
+	}
+	return sa, sb, ratio, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/trl-project/trl/policy"
 )
@@ -97,25 +96,11 @@ func (r *runner) policyAB(out *Policy) error {
 		}
 		conns[i] = c
 	}
-	var samples [2][]time.Duration
-	n := r.plan.latencyN
-	for k := 0; k < r.plan.warm+n; k++ {
-		for i := range conns {
-			t := time.Now()
-			var res execResult
-			if err := conns[i].Call("exec.run", execParams{SessionID: ids[i], Command: "true"}, &res); err != nil {
-				return err
-			}
-			if k >= r.plan.warm {
-				samples[i] = append(samples[i], time.Since(t))
-			}
-		}
+	without, with, ratio, err := r.abExecRun(conns[0], conns[1], ids, "true")
+	if err != nil {
+		return err
 	}
-	without, with := Summarize(samples[0]), Summarize(samples[1])
-	out.Without, out.With = &without, &with
-	if without.P50US > 0 {
-		out.Ratio = with.P50US / without.P50US
-	}
+	out.Without, out.With, out.Ratio = &without, &with, ratio
 	return nil
 }
 
