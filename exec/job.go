@@ -202,10 +202,9 @@ type state struct {
 	timedOut, canceled bool
 	exit               *Exit
 	ran                time.Time // when the line was written to the shell
-	ended              time.Time
-	sent               [2]int64 // output offsets the statuses have carried
-	yielded            bool     // a status returned before the end
-	reported           bool     // a status with the exit was returned
+	sent               [2]int64  // output offsets the statuses have carried
+	yielded            bool      // a status returned before the end
+	reported           bool      // a status with the exit was returned
 	inputAt            time.Time
 	max                int
 }
@@ -324,7 +323,7 @@ func (j *Job) endUnrun(x Exit) {
 	x.NotRun = true
 	now := j.opts.Clock.Now()
 	x.Duration = now.Sub(j.started)
-	update(j, func(s *state) struct{} { s.exit, s.ended = &x, now; return struct{}{} })
+	update(j, func(s *state) struct{} { s.exit = &x; return struct{}{} })
 	close(j.gated)
 	j.end(x)
 }
@@ -440,7 +439,7 @@ func (j *Job) lineDone() {
 			Cause:         cause,
 			OutOfMemory:   st.OOMKilled,
 		}
-		s.exit, s.ended = &x, now
+		s.exit = &x
 		return x
 	})
 	j.end(x)

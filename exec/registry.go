@@ -30,9 +30,14 @@ type Registry struct {
 	mu       sync.Mutex
 	byID     map[string]*Job
 	running  map[string]*Job // by session id
-	finished []*Job          // oldest first
-	ended    map[*Job]time.Time
+	finished []finishedJob   // oldest first
 	started  int64
+}
+
+// finishedJob is a retained Job and when it ended, on the registry's clock.
+type finishedJob struct {
+	j  *Job
+	at time.Time
 }
 
 // NewRegistry returns an empty registry.
@@ -49,7 +54,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	if opts.MaxFinished <= 0 {
 		opts.MaxFinished = 256
 	}
-	return &Registry{opts: opts, byID: map[string]*Job{}, running: map[string]*Job{}, ended: map[*Job]time.Time{}}
+	return &Registry{opts: opts, byID: map[string]*Job{}, running: map[string]*Job{}}
 }
 
 // Options returns the registry's settings, defaults applied.
@@ -61,15 +66,12 @@ func (r *Registry) starting() { r.pending.Add(1) }
 // notStarted undoes starting for a Job the shell refused.
 func (r *Registry) notStarted() { r.pending.Done() }
 
-// add registers a started Job, unless it has already ended (it may end
-// before Start registers it: then retain has registered it).
+// add registers a started Job. Its end cannot come first: lineDone waits
+// for the Job to be ready, which it is only once added.
 func (r *Registry) add(j *Job) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.started++
-	if _, ended := r.ended[j]; ended {
-		return
-	}
 	r.byID[j.id] = j
 	r.running[j.sessionID] = j
 }
@@ -80,26 +82,22 @@ func (r *Registry) retain(j *Job) {
 	defer r.pending.Done()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	at := r.opts.Now()
+	now := r.opts.Now()
 	if r.running[j.sessionID] == j {
 		delete(r.running, j.sessionID)
 	}
-	r.byID[j.id] = j
-	r.ended[j] = at
-	r.finished = append(r.finished, j)
-	r.expire(r.opts.Now())
+	r.finished = append(r.finished, finishedJob{j, now})
+	r.expire(now)
 }
 
 // expire forgets finished Jobs past Retain or beyond MaxFinished. Called
 // with mu held.
 func (r *Registry) expire(now time.Time) {
 	n := 0
-	for n < len(r.finished) && (len(r.finished)-n > r.opts.MaxFinished || now.Sub(r.ended[r.finished[n]]) > r.opts.Retain) {
-		old := r.finished[n]
-		if r.byID[old.id] == old {
+	for n < len(r.finished) && (len(r.finished)-n > r.opts.MaxFinished || now.Sub(r.finished[n].at) > r.opts.Retain) {
+		if old := r.finished[n].j; r.byID[old.id] == old {
 			delete(r.byID, old.id)
 		}
-		delete(r.ended, old)
 		n++
 	}
 	if n > 0 {
@@ -146,7 +144,9 @@ func (r *Registry) List() []*Job {
 	defer r.mu.Unlock()
 	r.expire(r.opts.Now())
 	js := make([]*Job, 0, len(r.byID))
-	js = append(js, r.finished...)
+	for _, f := range r.finished {
+		js = append(js, f.j)
+	}
 	for _, j := range r.running {
 		js = append(js, j)
 	}
@@ -179,13 +179,6 @@ func (r *Registry) Counts() (running, addressable int, started int64) {
 
 // Wait waits until every started Job has ended.
 func (r *Registry) Wait() { r.pending.Wait() }
-
-// Close forgets every Job.
-func (r *Registry) Close() {
-	r.mu.Lock()
-	r.byID, r.running, r.ended, r.finished = map[string]*Job{}, map[string]*Job{}, map[*Job]time.Time{}, nil
-	r.mu.Unlock()
-}
 
 func clipID(id string) string {
 	if len(id) > 64 {
