@@ -16,10 +16,11 @@ import (
 // The command line is checked against the policy first: a denied one never
 // starts, one a person must decide starts held by its approval.
 func (rt *Runtime) launch(ctx context.Context, s *session.Session, r exec.Request, onExit func(*exec.Job, exec.Exit)) (*exec.Job, error) {
-	if rt.current(s) != nil {
+	if rt.opts.Policy != nil && rt.current(s) != nil {
 		// Busy (running, or held for a command awaiting approval): said
 		// before the policy is asked, so that no person is asked about a
-		// command that cannot start.
+		// command that cannot start. Without a policy the session's own
+		// check (ErrBusy from Start) is the one.
 		return nil, rt.busyError(s, session.ErrBusy)
 	}
 	gate, err := rt.admit(ctx, s, r.Command)
