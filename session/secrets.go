@@ -115,19 +115,24 @@ func (s *Session) waitTakenIn() {
 // reports whether p was taken as a secret.
 func (s *Session) WriteTyped(p []byte) (secret bool, err error) {
 	secret = s.atPasswordPrompt()
-	if err := s.writeInput(p, secret); err != nil {
-		return secret, err
-	}
+	// The line is registered before its bytes are written: the program
+	// may read the line and print it back before the write returns, and
+	// what it prints must already be masked.
+	s.typeLine(p, secret)
+	return secret, s.writeInput(p, secret)
+}
+
+// typeLine follows what a person types at a password prompt. The line is
+// registered when it ends, not key by key: every prefix of a password as
+// a secret would star out ordinary words ("pas") and crowd out the real
+// secrets. Until then nothing of it is shown: the prompt does not echo.
+func (s *Session) typeLine(p []byte, secret bool) {
 	s.typedMu.Lock()
 	defer s.typedMu.Unlock()
 	if !secret {
 		s.typed = s.typed[:0]
-		return false, nil
+		return
 	}
-	// The line is registered when it ends, not key by key: every prefix
-	// of a password as a secret would star out ordinary words ("pas")
-	// and crowd out the real secrets. Until then nothing of it is shown:
-	// the prompt does not echo.
 	for _, c := range p {
 		switch c {
 		case '\r', '\n':
@@ -147,7 +152,6 @@ func (s *Session) WriteTyped(p []byte) (secret bool, err error) {
 			}
 		}
 	}
-	return true, nil
 }
 
 // atPasswordPrompt reports whether the terminal is in canonical mode with
