@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -51,6 +52,51 @@ func statuses() []protocol.ExecStatus {
 		{Stdout: strings.Repeat("\x00", 100_000), State: "waiting_input", StdoutOffset: 7, StderrOffset: 9,
 			Input: &protocol.InputWait{Kind: "line", Prompt: "name? <", Reader: protocol.Reader{PID: 1, Comm: "read"}, Confidence: "kernel"}},
 		{AltScreen: true, Screen: &protocol.Screen{Rows: 2, Cols: 3, Lines: []string{"a", "\x1b"}, Title: "&"}},
+		everyField[protocol.ExecStatus](),
+	}
+}
+
+// everyField is a T with every field, however deep, set to a value that
+// is not its zero: a field added to a type but forgotten by its
+// hand-written encoder (end_cause once was) shows as a difference.
+func everyField[T any]() T {
+	var v T
+	fill(reflect.ValueOf(&v).Elem())
+	return v
+}
+
+func fill(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("v\x01")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(7)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(7)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(1.5)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fill(v.Index(0))
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(k)
+		fill(e)
+		v.SetMapIndex(k, e)
+	case reflect.Interface:
+		v.Set(reflect.ValueOf("v"))
 	}
 }
 
@@ -99,6 +145,7 @@ func TestExecReadResultEncodesAsReflection(t *testing.T) {
 		for _, r := range []protocol.ExecReadResult{
 			{Data: st.Stdout, Stream: "stdout", ExecID: st.ExecID, Length: len(st.Stdout), Offset: st.StdoutOffset},
 			{Data: st.Stderr, Stream: "stderr", StreamID: "x-9", Complete: true, LostBytes: 1 << 33},
+			everyField[protocol.ExecReadResult](),
 		} {
 			want := `{"id":7,"ok":true,"data":` + string(reflected(t, r)) + "}\n"
 			for _, data := range []any{r, &r} {
