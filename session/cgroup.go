@@ -51,7 +51,7 @@ func cgroupBase() string {
 		dir := filepath.Join(mount, rel)
 		// cgroup.kill exists only in non-root groups, so probe with a
 		// child of our own.
-		probe := filepath.Join(dir, "trl-probe-"+NewID("", 4))
+		probe := filepath.Join(dir, fmt.Sprintf("trl-probe-%d-%s", os.Getpid(), NewID("", 4)))
 		if err := os.Mkdir(probe, 0o755); err != nil {
 			return
 		}
@@ -206,25 +206,9 @@ func sweepStaleCgroups() int {
 	if base == "" {
 		return 0
 	}
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return 0
-	}
 	var stale []*cgroup
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "trl-")
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pidStr, _, ok := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidStr)
-		if !ok || err != nil || pid == os.Getpid() {
-			continue
-		}
-		if _, err := os.Stat("/proc/" + pidStr); err == nil {
-			continue // its daemon is alive (or the pid was reused: leave it)
-		}
-		c := &cgroup{dir: filepath.Join(base, e.Name())}
+	for _, dir := range staleGroups(base) {
+		c := &cgroup{dir: dir}
 		c.kill()
 		stale = append(stale, c)
 	}
@@ -237,4 +221,32 @@ func sweepStaleCgroups() int {
 		}
 	}
 	return removed
+}
+
+// staleGroups lists the groups under base that daemons no longer alive
+// made: "trl-PID-ID" for sessions, "trl-probe-PID-ID" for probes a
+// daemon died between making and removing.
+func staleGroups(base string) []string {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "trl-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		rest = strings.TrimPrefix(rest, "probe-")
+		pidStr, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pidStr); err == nil {
+			continue // its daemon is alive (or the pid was reused: leave it)
+		}
+		out = append(out, filepath.Join(base, e.Name()))
+	}
+	return out
 }

@@ -45,6 +45,10 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*
 		s.releaseLease()
 		return nil, err
 	}
+	if s.enterErr != nil {
+		s.Close()
+		return nil, errorf(ErrInvalid, "limits cannot be set: %v", s.enterErr)
+	}
 	startTimeout := opts.startTimeout()
 	select {
 	case <-s.ready:
@@ -184,16 +188,9 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		attr.Sys.Credential = s.lease.credential()
 	}
 	s.cg = newCgroup(s.id)
-	if !s.limits.IsZero() {
-		if s.cg == nil {
-			os.RemoveAll(s.tmpDir)
-			return fail(errorf(ErrInvalid, "limits need a cgroup v2 group for the session, and none could be made"))
-		}
-		if err := s.cg.applyLimits(s.limits); err != nil {
-			s.cg.remove()
-			os.RemoveAll(s.tmpDir)
-			return fail(errorf(ErrInvalid, "limits cannot be set: %v", err))
-		}
+	if err := s.setLimits(); err != nil {
+		os.RemoveAll(s.tmpDir)
+		return fail(err)
 	}
 	if s.cg != nil {
 		attr.Sys.UseCgroupFD = true
@@ -201,7 +198,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	}
 	startShell := func() (*os.Process, error) {
 		proc, err := os.StartProcess(s.cfg.Shell, argv, attr)
-		if err != nil && s.cg != nil && s.limits.IsZero() {
+		if err != nil && s.cg != nil && s.lim == nil {
 			// clone3 into a cgroup can be refused (seccomp, old
 			// kernel): start without, and rely on /proc scans.
 			s.cg.remove()
@@ -243,6 +240,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	}
 	if err != nil {
 		os.RemoveAll(s.tmpDir)
+		s.removeGroups()
 		return fail(errorf(ErrStart, "the shell did not start: start %s: %v", s.cfg.Shell, err))
 	}
 	s.proc, s.pid = proc, proc.Pid
@@ -258,6 +256,12 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	go s.pump(s.ptmRaw, Stdout)
 	go s.pump(s.errRaw, Stderr)
 
+	if s.v1 != nil {
+		// Before its first line: the shell has started nothing yet.
+		if s.enterErr = s.v1.enter(s.pid); s.enterErr != nil {
+			return nil // start closes the session and says why
+		}
+	}
 	if _, err := cmdW.Write([]byte(exportLater(s.cfg.Env) + s.dialect.init(s.nonce) + "\n")); err != nil {
 		s.log.Debug().Err(err).Msg("write init line")
 	}

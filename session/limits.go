@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Per-session resource limits (issue 23 §3) are set on the session's
@@ -16,11 +18,12 @@ import (
 // into: memory.max with memory.oom.group off, so that the kernel's OOM
 // killer ends the process that overran (a hog) and not the whole group
 // with its shell; memory.swap.max 0, so the hog dies rather than swaps;
-// cpu.max; pids.max; io.weight. Limits need the memory, cpu, pids (and,
+// cpu.max; pids.max; io.weight. That needs the memory, cpu, pids (and,
 // for io_weight, io) controllers available in the daemon's cgroup and
-// enabled for its children; where they are not (cgroup v1, or a v2 tree
-// that was not delegated), sessions asking for limits are refused with
-// ErrInvalid rather than started without them.
+// enabled for its children. Where they are bound to cgroup v1 instead,
+// the same limits are set on v1 groups of the session's own
+// (cgroupv1.go). Where neither can be used, sessions asking for limits
+// are refused with ErrInvalid rather than started without them.
 
 // Limits bound one session. A zero field means no limit.
 type Limits struct {
@@ -97,16 +100,37 @@ type Usage struct {
 }
 
 // LimitsUnavailable says why per-session limits cannot be set here, or
-// returns nil when every controller they use is available. It only
-// looks; the controllers are enabled when a session first needs them.
+// returns nil when memory, cpu and pids limits can be: through the
+// daemon's cgroup v2 group, or else through cgroup v1 hierarchies
+// (cgroupv1.go). io_weight is checked when a session asks for it. It
+// only looks; the controllers are enabled when a session first needs
+// them.
 func LimitsUnavailable() error {
+	core := []string{"memory", "cpu", "pids"}
+	v2 := v2Unavailable(core)
+	if v2 == nil {
+		return nil
+	}
+	v1 := v1Unavailable(core)
+	if v1 == nil {
+		return nil
+	}
+	return fmt.Errorf("%v; %v", v2, v1)
+}
+
+// v2Unavailable says which of the v2 controllers names the daemon's
+// group does not have, or returns nil.
+func v2Unavailable(names []string) error {
+	if limitsOff.Load() {
+		return errors.New("per-session limits are turned off")
+	}
 	base := cgroupBase()
 	if base == "" {
 		return errors.New("no writable cgroup v2 hierarchy for the daemon (cgroup v1, or not delegated)")
 	}
 	have := readWords(filepath.Join(base, "cgroup.controllers"))
 	var missing []string
-	for _, c := range []string{"memory", "cpu", "pids", "io"} {
+	for _, c := range names {
 		if !have[c] {
 			missing = append(missing, c)
 		}
@@ -117,12 +141,36 @@ func LimitsUnavailable() error {
 	return nil
 }
 
+// limitsOff makes the daemon behave as on a host with no cgroup it may
+// use for limits (tests of the refusal).
+var limitsOff atomic.Bool
+
+// limitsVersion picks where l is set: cgroup v2 (2) when the daemon's
+// group can hand every controller l needs to session groups, else
+// cgroup v1 (1) when a writable v1 hierarchy exists for each; otherwise
+// it says why neither can.
+func limitsVersion(l Limits) (int, error) {
+	names := l.controllers()
+	err2 := v2Unavailable(names)
+	if err2 == nil {
+		if err2 = enableControllers(names); err2 == nil {
+			return 2, nil
+		}
+	}
+	err1 := v1Unavailable(names)
+	if err1 == nil {
+		return 1, nil
+	}
+	return 0, fmt.Errorf("%v; %v", err2, err1)
+}
+
 var (
 	enableMu sync.Mutex
 	enabled  = map[string]bool{}
 )
 
-// enableControllers makes the controllers names available to the
+// enableControllers makes the controllers names (which v2Unavailable
+// found in the daemon's group) available to the
 // session groups: listed in the daemon's cgroup's subtree_control. A
 // cgroup other than the root may not both hold processes and hand
 // controllers to its children, so when the kernel refuses (EBUSY) the
@@ -132,15 +180,8 @@ func enableControllers(names []string) error {
 	enableMu.Lock()
 	defer enableMu.Unlock()
 	base := cgroupBase()
-	if base == "" {
-		return LimitsUnavailable()
-	}
-	have := readWords(filepath.Join(base, "cgroup.controllers"))
 	var want []string
 	for _, n := range names {
-		if !have[n] {
-			return fmt.Errorf("the cgroup v2 controller %s is not available in %s (bound to cgroup v1 or not delegated to the daemon)", n, base)
-		}
 		if !enabled[n] {
 			want = append(want, "+"+n)
 		}
@@ -263,10 +304,69 @@ func readKey(path, key string) int64 {
 func (s *Session) Limits() Limits { return s.limits }
 
 // Usage returns what the session's processes use now, and false when
-// the session has no cgroup to ask.
+// the session has no limits (and so no group counting for it).
 func (s *Session) Usage() (Usage, bool) {
-	if s.cg == nil {
+	if s.lim == nil {
 		return Usage{}, false
 	}
-	return s.cg.usage(), true
+	return s.lim.usage(), true
+}
+
+// limiter is where a session's limits are set and its usage is read:
+// its cgroup v2 group or its v1 groups.
+type limiter interface {
+	usage() Usage
+	oomKills() int64
+}
+
+// setLimits sets the session's limits, before its shell starts, where
+// the manager found they can be (cfg.cgroupVersion).
+func (s *Session) setLimits() error {
+	if s.limits.IsZero() {
+		return nil
+	}
+	switch s.cfg.cgroupVersion {
+	case 2:
+		if s.cg == nil {
+			return errorf(ErrInvalid, "limits need a cgroup v2 group for the session, and none could be made")
+		}
+		if err := s.cg.applyLimits(s.limits); err != nil {
+			s.cg.remove()
+			s.cg = nil
+			return errorf(ErrInvalid, "limits cannot be set: %v", err)
+		}
+		s.lim = s.cg
+	case 1:
+		g, err := newV1Groups(s.id, s.limits)
+		if err == nil {
+			if err = g.apply(s.limits); err != nil {
+				g.remove()
+			}
+		}
+		if err != nil {
+			return errorf(ErrInvalid, "limits cannot be set: %v", err)
+		}
+		s.v1, s.lim = g, g
+	default:
+		return errorf(ErrInvalid, "limits were asked for but the manager found no cgroup to set them on")
+	}
+	return nil
+}
+
+// removeGroups removes the session's cgroups once its processes are
+// gone.
+func (s *Session) removeGroups() {
+	if s.cg != nil {
+		// Killed processes leave the group once reaped; give the reaper
+		// a moment before removing it.
+		s.cg.waitEmpty(time.Second)
+		if err := s.cg.remove(); err != nil {
+			s.log.Warn().Err(err).Msg("remove the session's cgroup")
+		}
+	}
+	if s.v1 != nil {
+		if err := s.v1.remove(); err != nil {
+			s.log.Warn().Err(err).Msg("remove the session's cgroup v1 groups")
+		}
+	}
 }

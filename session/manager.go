@@ -86,7 +86,7 @@ func NewManager(opts Options) *Manager {
 func (m *Manager) sweep() {
 	defer close(m.swept)
 	t0 := time.Now()
-	groups, dirs := sweepStaleCgroups(), sweepStaleTempDirs()
+	groups, dirs := sweepStaleCgroups()+sweepStaleV1Groups(), sweepStaleTempDirs()
 	ev := m.log.Debug()
 	if groups+dirs > 0 {
 		ev = m.log.Warn()
@@ -106,9 +106,11 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	if !cfg.Limits.IsZero() {
-		if err := enableControllers(cfg.Limits.controllers()); err != nil {
-			return nil, errorf(ErrInvalid, "limits cannot be set on this host: %v; run the daemon where cgroup v2 is delegated to it, or leave limits out", err)
+		v, err := limitsVersion(cfg.Limits)
+		if err != nil {
+			return nil, errorf(ErrInvalid, "limits cannot be set on this host: %v; run the daemon where cgroup v2 is delegated to it (or cgroup v1 is writable), or leave limits out", err)
 		}
+		cfg.cgroupVersion = v
 	}
 	if m.opts.Isolation != nil && m.poolErr != nil {
 		return nil, errorf(ErrStart, "isolation is unavailable, so no session can be created: %v", m.poolErr)

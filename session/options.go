@@ -73,6 +73,9 @@ type Config struct {
 	StateFrom func() (*ShellState, error)
 	// Parent is the id of the session this one was forked from.
 	Parent string
+
+	// cgroupVersion is where Limits are set (limitsVersion): 2 or 1.
+	cgroupVersion int
 }
 
 // Command is one command to run in a session.

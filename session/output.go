@@ -206,7 +206,7 @@ func (s *Session) drain(rc syscall.RawConn, stream Stream) (total int) {
 func (s *Session) complete(seq int64, st Status) {
 	oomKills := int64(-1)
 	if s.limits.MemoryMB > 0 {
-		oomKills = s.cg.oomKills() // before the locks: a file read
+		oomKills = s.lim.oomKills() // before the locks: a file read
 	}
 	s.mu.Lock()
 	s.ioMu.Lock()

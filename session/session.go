@@ -61,6 +61,9 @@ type Session struct {
 	readerDefined bool
 	modes         termModes // the terminal's launch settings (see terminal.go)
 	cg            *cgroup
+	v1            *v1Groups // the session's cgroup v1 groups, when its limits are set there
+	lim           limiter   // where its limits are set and its usage read: cg, v1 or nil
+	enterErr      error     // the shell could not be moved into v1 (launch)
 	tree          tree
 	// status delivers the shell's wait status when the process-wide
 	// reaper owns reaping; nil when reap waits itself.
@@ -232,7 +235,7 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	s.seq++
 	j := &Line{s: s, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
 	if s.limits.MemoryMB > 0 {
-		j.oomBase = s.cg.oomKills()
+		j.oomBase = s.lim.oomKills()
 	}
 	if s.dialect.source {
 		j.src = newSourceName(s.cmdFile(), c.Text)
@@ -384,14 +387,7 @@ func (s *Session) CloseWith(cause error) {
 	if s.tmpDir != "" {
 		os.RemoveAll(s.tmpDir)
 	}
-	if s.cg != nil {
-		// Killed processes leave the group once reaped; give the reaper
-		// a moment before removing it.
-		s.cg.waitEmpty(time.Second)
-		if err := s.cg.remove(); err != nil {
-			s.log.Warn().Err(err).Msg("remove the session's cgroup")
-		}
-	}
+	s.removeGroups()
 	s.root.drop()
 	s.releaseLease()
 	close(s.closed)

@@ -10,14 +10,14 @@ import (
 	"github.com/trl-project/trl/session"
 )
 
-// TestSessionLimitsRefusedWithoutDelegation: on a host whose cgroup v2
-// tree does not give the daemon the memory, cpu, pids and io controllers
-// (this one binds them to cgroup v1), the daemon says so at start,
+// TestSessionLimitsRefusedWithoutDelegation: on a host where the daemon
+// can use neither a delegated cgroup v2 tree nor writable cgroup v1
+// hierarchies for the memory, cpu and pids controllers, the daemon says so at start,
 // refuses --session-memory, and answers session.create's limits with
 // INVALID_PARAMS instead of ignoring them (issue 23 §3).
 func TestSessionLimitsRefusedWithoutDelegation(t *testing.T) {
 	if session.LimitsUnavailable() == nil {
-		t.Skip("this host delegates cgroup v2 to the daemon: limits are set, not refused (TestSessionLimitsEndToEnd)")
+		t.Skip("this host lets the daemon set limits (cgroup v2 delegated or v1 writable): they are set, not refused (TestSessionLimitsEndToEnd; the refusal is TestLimitsRefusedWithoutDelegation in session)")
 	}
 	out, err := exec.Command(trlBin, "serve", "--socket", filepath.Join(t.TempDir(), "s"), "--session-memory", "64").CombinedOutput()
 	require.Error(t, err, "the daemon started with limits it cannot set: %s", out)
