@@ -12,8 +12,12 @@ LDFLAGS := -X github.com/trl-project/trl/runtime.Version=$(VERSION)
 
 all: vet test
 
+# The daemon is built static (CGO_ENABLED=0), as the container image is:
+# trl needs nothing from libc (the pure-Go resolver and user lookup do),
+# and not mapping libc keeps 1.5 MiB off the idle daemon's RSS. Tests
+# keep cgo: -race needs it.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trl
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trl
 
 # INSTANCE=NAME serves /tmp/trl-NAME.sock; without it `trl serve` takes
 # $TRL_SOCKET (the variable `trl call` and the Python client read), else
@@ -25,7 +29,7 @@ run: build
 # install puts trl in $(go env GOBIN), else $(go env GOPATH)/bin, which
 # should be on PATH (the MCP configs run `trl mcp`).
 install:
-	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/trl
+	CGO_ENABLED=0 $(GO) install -ldflags "$(LDFLAGS)" ./cmd/trl
 	@echo "installed $$(GOBIN=$$($(GO) env GOBIN); echo $${GOBIN:-$$($(GO) env GOPATH)/bin})/trl $(VERSION)"
 
 # staticcheck, pinned, installed through the module proxy into bin/.

@@ -151,7 +151,13 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-var nextView = regexp.MustCompile(`^#[A-Za-z0-9/_.%-]{0,200}$`)
+// nextView is the console view a login may go on to: "#" and up to 200
+// characters of a view's address. The length is checked apart from the
+// pattern: a regexp repetition {0,200} compiles to 200 copies of its
+// class, 200 KB of the daemon's memory for one check.
+var nextView = regexp.MustCompile(`^#[A-Za-z0-9/_.%-]*$`)
+
+func isNextView(s string) bool { return len(s) <= 201 && nextView.MatchString(s) }
 
 // login exchanges a one-time token for the cookie, and drops the token
 // from the address bar by redirecting.
@@ -175,7 +181,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	// next is a view of the console (a fragment such as #session/s-…),
 	// never another address.
 	to := "/console/"
-	if next := r.URL.Query().Get("next"); nextView.MatchString(next) {
+	if next := r.URL.Query().Get("next"); isNextView(next) {
 		to += next
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
