@@ -96,3 +96,28 @@ func TestUnixShutReadAfterHalfClose(t *testing.T) {
 	require.Eventually(t, func() bool { return len(h.blockCauses()) == 1 }, 10*time.Second, 10*time.Millisecond)
 	require.ErrorIs(t, h.blockCauses()[0], ErrPeerClosed)
 }
+
+// TestUnixHalfCloseEndsPromptly: once a half-closed client's requests
+// are answered, the connection ends at once: the worker that answered
+// does not linger for workerIdle waiting for a request that cannot come.
+func TestUnixHalfCloseEndsPromptly(t *testing.T) {
+	checkGoroutines(t)
+	path := sockPath(t)
+	serveUnix(t, path, newFakeHandler(), UnixOptions{})
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte(`{"id":1,"method":"echo","params":{"x":1}}` + "\n" + `{"id":2,"method":"echo","params":{"x":2}}` + "\n"))
+	require.NoError(t, err)
+	require.NoError(t, conn.CloseWrite())
+	t0 := time.Now()
+	require.NoError(t, conn.SetReadDeadline(t0.Add(workerIdle)))
+	sc := bufio.NewScanner(conn)
+	n := 0
+	for sc.Scan() {
+		n++
+	}
+	require.NoError(t, sc.Err(), "the connection was not closed")
+	require.Equal(t, 2, n)
+	require.Less(t, time.Since(t0), workerIdle/2, "the connection ended only when the idle worker gave up")
+}
