@@ -107,13 +107,21 @@ func (s *Session) restoreTerminal() {
 	m := &s.modes
 	var ioErr error
 	err := s.ptmRaw.Control(func(fd uintptr) {
-		if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, &m.termios); e != nil {
-			ioErr = e
-			return
+		// Read before writing: the modes and size are almost always
+		// still the session's, and reading them is cheaper than setting
+		// them (TCSETS takes the line discipline's locks).
+		if cur, e := unix.IoctlGetTermios(int(fd), unix.TCGETS); e != nil || *cur != m.termios {
+			if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, &m.termios); e != nil {
+				ioErr = e
+				return
+			}
 		}
 		// The size is the session's current one (session.resize
 		// changes it), not the launch one.
-		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(s.cfg.Rows), Col: uint16(s.cfg.Cols)})
+		want := unix.Winsize{Row: uint16(s.cfg.Rows), Col: uint16(s.cfg.Cols)}
+		if cur, e := unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ); e != nil || *cur != want {
+			ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &want)
+		}
 	})
 	if err == nil {
 		err = ioErr
