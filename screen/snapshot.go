@@ -3,6 +3,7 @@ package screen
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 func (st *state) snapshot(o SnapshotOptions) Snapshot {
@@ -30,32 +31,54 @@ func (st *state) snapshot(o SnapshotOptions) Snapshot {
 	if !snap.AltScreen && o.ScrollbackLines > 0 {
 		nh = min(o.ScrollbackLines, st.hist.len())
 	}
-	snap.Lines = make([]string, 0, nh+st.rows)
+	// Every row rendered from cells is written to one buffer and cut
+	// out of it afterwards: one allocation for the screen instead of a
+	// few growing ones per row. Scrollback rows kept as text are used as
+	// they are.
+	n := nh + len(g.lines)
+	snap.Lines = make([]string, n)
+	spans := make([]int32, 2*n) // where each rendered row is in the buffer
 	var sb strings.Builder
-	for i := st.hist.len() - nh; i < st.hist.len(); i++ {
-		snap.Lines = append(snap.Lines, renderLine(&sb, st.hist.at(i), ansiFmt))
+	sb.Grow(len(g.lines) * (st.cols + 1))
+	render := func(i int, l *line) {
+		if text, ok := l.text(ansiFmt); ok {
+			snap.Lines[i] = text
+			spans[2*i] = -1
+			return
+		}
+		spans[2*i] = int32(sb.Len())
+		appendCells(&sb, l, l.trimmed(), ansiFmt, !ansiFmt)
+		spans[2*i+1] = int32(sb.Len())
+	}
+	for i := range nh {
+		render(i, st.hist.at(st.hist.len()-nh+i))
 	}
 	for i := range g.lines {
-		snap.Lines = append(snap.Lines, renderLine(&sb, &g.lines[i], ansiFmt))
+		render(nh+i, &g.lines[i])
+	}
+	all := sb.String()
+	for i := range n {
+		if spans[2*i] >= 0 {
+			snap.Lines[i] = all[spans[2*i]:spans[2*i+1]]
+		}
 	}
 	return snap
 }
 
-// renderLine writes a row as text, trailing blanks trimmed; with ansiFmt
-// each change of rendition is written as an SGR sequence and a row that
-// ends styled ends with a reset.
-func renderLine(sb *strings.Builder, l *line, ansiFmt bool) string {
-	if l.plain != "" {
-		if ansiFmt {
-			return l.plain
-		}
-		return strings.TrimRight(l.plain, " ")
+// text is a scrollback row kept as text, as a snapshot shows it (trailing
+// blanks trimmed unless ansiFmt), and false for a row of cells.
+func (l *line) text(ansiFmt bool) (string, bool) {
+	if l.plain == "" {
+		return "", false
 	}
-	return renderCells(sb, l, l.trimmed(), ansiFmt, !ansiFmt)
+	if ansiFmt {
+		return l.plain, true
+	}
+	return strings.TrimRight(l.plain, " "), true
 }
 
-func renderCells(sb *strings.Builder, l *line, cells []cell, ansiFmt, trim bool) string {
-	sb.Reset()
+// appendCells writes cells of row l to sb.
+func appendCells(sb *strings.Builder, l *line, cells []cell, ansiFmt, trim bool) {
 	if trim {
 		// Trailing spaces written by the program are trimmed too, as tmux
 		// does.
@@ -73,9 +96,12 @@ func renderCells(sb *strings.Builder, l *line, cells []cell, ansiFmt, trim bool)
 			writeSGR(sb, a)
 			pen = a
 		}
-		if c.r == 0 {
+		switch {
+		case c.r == 0:
 			sb.WriteByte(' ')
-		} else {
+		case c.r < utf8.RuneSelf:
+			sb.WriteByte(byte(c.r))
+		default:
 			sb.WriteRune(c.r)
 		}
 		if c.cm != 0 && int(c.cm) <= len(l.comb) {
@@ -85,7 +111,6 @@ func renderCells(sb *strings.Builder, l *line, cells []cell, ansiFmt, trim bool)
 	if ansiFmt && pen != (attr{}) {
 		sb.WriteString("\x1b[0m")
 	}
-	return sb.String()
 }
 
 func writeSGR(sb *strings.Builder, a attr) {
@@ -133,7 +158,8 @@ func (st *state) cursorLine() string {
 		cells = cells[:x]
 	}
 	var sb strings.Builder
-	s := renderCells(&sb, l, cells, false, false)
+	appendCells(&sb, l, cells, false, false)
+	s := sb.String()
 	if pad := x - len(cells); pad > 0 {
 		s += strings.Repeat(" ", pad)
 	}
