@@ -94,6 +94,9 @@ func (j *fakeJob) snapshot() []string {
 // fakeShell starts one prepared job.
 type fakeShell struct{ job *fakeJob }
 
+func (f fakeShell) Ended() <-chan struct{} { return nil }
+func (f fakeShell) EndCause() error        { return nil }
+
 func (f fakeShell) Start(c session.Command, _ session.Sink) (trlexec.Line, error) {
 	f.job.onDone = c.Done
 	return f.job, nil

@@ -58,12 +58,20 @@ type Gate interface {
 // Shell starts command lines: InSession adapts a session.
 type Shell interface {
 	Start(c session.Command, sink session.Sink) (Line, error)
+	// Ended closes when the shell's session has ended: a command held
+	// for its approval then ends without running.
+	Ended() <-chan struct{}
+	// EndCause is why the session ended, nil while it lives.
+	EndCause() error
 }
 
 // InSession is the Shell of session s.
 func InSession(s *session.Session) Shell { return sessionShell{s} }
 
 type sessionShell struct{ s *session.Session }
+
+func (sh sessionShell) Ended() <-chan struct{} { return sh.s.Ended() }
+func (sh sessionShell) EndCause() error        { return sh.s.EndCause() }
 
 func (sh sessionShell) Start(c session.Command, sink session.Sink) (Line, error) {
 	j, err := sh.s.Start(c, sink)
@@ -295,6 +303,9 @@ func (j *Job) passGate() bool {
 	case req := <-j.requests:
 		j.endUnrun(Exit{ExitCode: 128 + int(unix.SIGINT), Canceled: true})
 		req.reply <- signalReply{sent: req.sig}
+		return false
+	case <-j.shell.Ended():
+		j.endUnrun(Exit{ExitCode: DeniedExitCode, Cause: j.shell.EndCause(), SessionExited: true})
 		return false
 	}
 	if !j.gate.Approved() {

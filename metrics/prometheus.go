@@ -77,7 +77,7 @@ func New(opts Options) *Prometheus {
 			Name: "trl_console_viewers", Help: "Web console viewers connected now.",
 		}),
 		policy: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "trl_policy_decisions_total", Help: "Decisions on command lines by the policy's action (allow, ask, deny) and outcome (ran, denied, approved, rejected, timed_out, canceled).",
+			Name: "trl_policy_decisions_total", Help: "Decisions on command lines by the policy's action (allow, ask, deny) and outcome (ran, denied, approved, rejected, timed_out, canceled, session_ended).",
 		}, []string{"action", "outcome"}),
 		fileOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trl_file_operations_total", Help: "File operations (fs.* and /files) by operation and code (OK or the error code).",

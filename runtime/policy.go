@@ -165,9 +165,9 @@ func approvalOf(j *exec.Job) *protocol.Approval {
 
 // unapproved is called when a gated command ended without running and
 // nobody decided: its approval timed out (audited here, as the registry's
-// timer decided it), or the agent cancelled the command while it waited
-// (the approval is withdrawn, so no person is asked about a command that
-// no longer waits).
+// timer decided it), or the agent cancelled the command or its session
+// ended while it waited (the approval is withdrawn, so no person is asked
+// about a command that no longer waits).
 func (rt *Runtime) unapproved(j *exec.Job, x exec.Exit) {
 	g, ok := j.Gate().(*approvalGate)
 	if !ok {
@@ -179,9 +179,19 @@ func (rt *Runtime) unapproved(j *exec.Job, x exec.Exit) {
 		metrics.Get().PolicyDecision(g.decision.Action.String(), "canceled")
 		return
 	}
-	if o, ok := g.p.Outcome(); ok && o.TimedOut {
+	o, ok := g.p.Outcome()
+	switch {
+	case ok && o.TimedOut:
 		rt.auditDecision(j.Session(), j.Actor(), g.line, g.decision, "timed_out", &o)
 		metrics.Get().PolicyDecision(g.decision.Action.String(), "timed_out")
+	case !ok && x.SessionExited:
+		reason := "the session ended before a decision"
+		if x.Cause != nil {
+			reason += ": " + x.Cause.Error()
+		}
+		_ = rt.opts.Approvals.Decide(g.p.ID(), approval.Deny, reason, "trl")
+		rt.auditDecision(j.Session(), j.Actor(), g.line, g.decision, "session_ended", nil)
+		metrics.Get().PolicyDecision(g.decision.Action.String(), "session_ended")
 	}
 }
 

@@ -410,3 +410,34 @@ func TestApprovalNotLeftForACommandThatCannotStart(t *testing.T) {
 	_, err = rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID, Signal: "KILL"})
 	require.NoError(t, err)
 }
+
+// TestApprovalWithdrawnWhenTheSessionGoes: a command waiting for a
+// person's approval whose session is destroyed never runs, and its
+// approval is withdrawn at once rather than left for a person to decide
+// about a session that no longer exists.
+func TestApprovalWithdrawnWhenTheSessionGoes(t *testing.T) {
+	p, err := policy.Parse([]byte(testPolicy), "test-policy.yaml")
+	require.NoError(t, err)
+	approvals := approval.New(approval.Options{Timeout: time.Minute})
+	rt := newRuntime(t, Options{Policy: policy.NewEvaluator(p), Approvals: approvals})
+	s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{})
+	require.NoError(t, err)
+	push := "git push"
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: s.SessionID, Command: &push})
+	require.NoError(t, err)
+	require.NotNil(t, st.Approval, "git push waits for a person: %+v", st)
+	_, err = rt.SessionDestroy(agentCtx(), protocol.SessionDestroyParams{SessionID: s.SessionID})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, in := range approvals.List() {
+			if in.Outcome == nil {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "the approval is still pending after its session was destroyed: %+v", approvals.List())
+	in, err := approvals.Get(st.Approval.ApprovalID)
+	require.NoError(t, err)
+	assert.False(t, in.Outcome.Approved())
+	assert.Contains(t, in.Outcome.Reason, "session")
+}

@@ -42,6 +42,9 @@ func (e ExitedError) Unwrap() error { return ErrShellExited }
 // editing cannot be reached any other way.
 const cancelGrace = 5 * time.Second
 
+// Ended closes when the session has ended (EndCause then says why).
+func (s *Session) Ended() <-chan struct{} { return s.ended.Done() }
+
 // EndCause is why the session ended, nil while it lives.
 func (s *Session) EndCause() error {
 	if s.ended.Err() == nil {
