@@ -127,10 +127,11 @@ func (s *UnixServer) Serve(ctx context.Context, h protocol.Handler) error {
 			c.Close()
 			continue
 		}
-		s.conns.Go(func() {
+		go func() {
+			defer s.conns.Done()
 			defer s.untrack(c)
 			s.serveConn(connCtx, c, h)
-		})
+		}()
 	}
 	if !s.isDraining() {
 		s.Close()
@@ -140,7 +141,10 @@ func (s *UnixServer) Serve(ctx context.Context, h protocol.Handler) error {
 	return err
 }
 
-// track registers a new connection; false when the server is stopping.
+// track registers a new connection and counts it in conns; false when
+// the server is stopping. The count is taken under mu, as draining is
+// set: Shutdown's wait for conns then never races a connection being
+// added (a WaitGroup's Add from zero must not run beside its Wait).
 func (s *UnixServer) track(c *net.UnixConn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,6 +152,7 @@ func (s *UnixServer) track(c *net.UnixConn) bool {
 		return false
 	}
 	s.live[c] = struct{}{}
+	s.conns.Add(1)
 	return true
 }
 
