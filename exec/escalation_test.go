@@ -18,6 +18,9 @@ import (
 // endsOn (or on Kill, which ends its session), or when the test ends it.
 type fakeJob struct {
 	endsOn map[unix.Signal]bool
+	// during, when set, is called as each signal is sent and as the
+	// session is killed, with what is done.
+	during func(what string)
 
 	mu      sync.Mutex
 	actions []string // "SIGINT", "SIGKILL", "session killed"
@@ -64,6 +67,9 @@ func (j *fakeJob) Signal(sig unix.Signal) (unix.Signal, error) {
 	if ended {
 		return sig, nil // after its end a signal goes nowhere
 	}
+	if j.during != nil {
+		j.during(unix.SignalName(sig))
+	}
 	j.record(unix.SignalName(sig))
 	if j.endsOn[sig] {
 		j.end(session.Status{ExitCode: 128 + int(sig), Cwd: "/"})
@@ -72,6 +78,9 @@ func (j *fakeJob) Signal(sig unix.Signal) (unix.Signal, error) {
 }
 
 func (j *fakeJob) Kill() {
+	if j.during != nil {
+		j.during("session killed")
+	}
 	j.record("session killed")
 	j.end(session.Status{ExitCode: 137, Exited: true})
 }
@@ -348,4 +357,44 @@ func TestFinishedExpire(t *testing.T) {
 	}
 	_, err = reg.Get(running.ID())
 	assert.NoError(t, err, "a running command is never expired")
+}
+
+// TestNoJobLockWhileSignalling: the supervisor sends every signal — a
+// cancel's, the timeout's SIGINT and SIGKILL — and kills the session
+// holding no lock of the Job: at each of those moments the Job answers
+// Marks and Exit, which take its lock, at once.
+func TestNoJobLockWhileSignalling(t *testing.T) {
+	const timeout, grace = 20 * time.Millisecond, 20 * time.Millisecond
+	job, clock := newFakeJob(), newFakeClock()
+	var mu sync.Mutex
+	var blocked []string
+	jobs := make(chan *trlexec.Job, 1)
+	job.during = func(what string) {
+		e := <-jobs
+		jobs <- e
+		answered := make(chan struct{})
+		go func() { e.Marks(); e.Exit(); close(answered) }()
+		select {
+		case <-answered:
+		case <-time.After(2 * time.Second):
+			mu.Lock()
+			blocked = append(blocked, what)
+			mu.Unlock()
+		}
+	}
+	e, _ := start(t, job, timeout, trlexec.Options{Grace: grace, Clock: clock})
+	jobs <- e
+	_, err := e.Cancel(unix.SIGTERM) // the fake job does not end on it
+	require.NoError(t, err)
+	for _, d := range []time.Duration{timeout, grace, grace} {
+		n := len(job.snapshot())
+		require.Eventually(t, func() bool { return clock.armed() > 0 }, 5*time.Second, time.Millisecond, "the next step is armed")
+		clock.advance(d)
+		require.Eventually(t, func() bool { return len(job.snapshot()) > n }, 5*time.Second, time.Millisecond, "the supervisor acts at the deadline")
+	}
+	<-e.Done()
+	assert.Equal(t, []string{"SIGTERM", "SIGINT", "SIGKILL", "session killed"}, job.snapshot())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, blocked, "the Job's lock was held while these were sent")
 }

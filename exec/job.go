@@ -17,8 +17,10 @@ import (
 //	   │     registered; output flows session → Watch → Collector|Stream
 //	   │
 //	   ├── Cancel / the deadline ──► the supervisor goroutine, the only
-//	   │     one that signals the command: SIGINT (or the asked signal),
-//	   │     and, after a timeout, SIGKILL a Grace later, then the session
+//	   │     one that decides the command's signals: SIGINT (or the asked
+//	   │     signal), and, after a timeout, SIGKILL a Grace later, then the
+//	   │     session (the session delivers each, and looks again a moment
+//	   │     later on its follower goroutine: session/signal.go)
 //	   │
 //	   └── the shell's prompt record ──► lineDone (on the session's
 //	         reader): the exit is recorded, the supervisor stops, OnExit

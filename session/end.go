@@ -81,18 +81,16 @@ func (s *Session) stopped(sig unix.Signal) {
 }
 
 // watchInterrupt ends the session if job, whose shell was just sent
-// SIGINT, has not ended within cancelGrace. Called with mu held.
+// SIGINT, has not ended within cancelGrace. Run by the follower; the
+// caller gives it each line once.
 func (s *Session) watchInterrupt(job *Line) {
-	if job.watchdog != nil {
-		return
-	}
-	job.watchdog = time.AfterFunc(cancelGrace, func() {
+	s.follow(job, cancelGrace, func() time.Duration {
 		select {
 		case <-job.done:
-			return
 		default:
+			s.endWith(fmt.Errorf("%w: the shell did not answer an interrupt within %s and was ended", ErrUnresponsive, cancelGrace))
 		}
-		s.endWith(fmt.Errorf("%w: the shell did not answer an interrupt within %s and was ended", ErrUnresponsive, cancelGrace))
+		return 0
 	})
 }
 
@@ -119,22 +117,25 @@ func (s *Session) checkLimits() error {
 	return fmt.Errorf("%w: a command lowered the shell's open-file limit to %d (ulimit -n), too few to run commands; ended", ErrUnresponsive, lim.Cur)
 }
 
+// dropAfter is how long a line whose start record has not come may
+// follow a prompt record for an earlier line (see checkDropped).
+const dropAfter = 300 * time.Millisecond
+
 // checkDropped is called when a prompt record arrives for an earlier line
 // while job's line has not started: the shell read the line but did not
 // run it. A stray re-prompt (the shell interrupted between lines) is
-// followed by the line's start record at once; if none has come a moment
-// later, the shell reads commands without running them (`set -n` in
-// dash) and the session ends. Called with mu held.
+// followed by the line's start record at once; if none has come
+// dropAfter later, the shell reads commands without running them (`set
+// -n` in dash) and the session ends. Run by the follower; complete gives
+// it each line once.
 func (s *Session) checkDropped(job *Line) {
-	if job.dropCheck != nil {
-		return
-	}
-	job.dropCheck = time.AfterFunc(300*time.Millisecond, func() {
+	s.follow(job, dropAfter, func() time.Duration {
 		s.mu.Lock()
 		dropped := s.job == job && !job.started
 		s.mu.Unlock()
 		if dropped {
 			s.endWith(fmt.Errorf("%w: the shell reads command lines without running them (set -n?) and was ended", ErrUnresponsive))
 		}
+		return 0
 	})
 }

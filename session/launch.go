@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*
 		limits:   cfg.Limits,
 	}
 	s.ended, s.endSession = context.WithCancelCause(context.Background())
+	s.sendsDone = sync.NewCond(&s.mu)
 	s.lastUsed = s.created
 	s.newScreen()
 	for _, v := range cfg.Secrets {

@@ -211,14 +211,18 @@ func (s *Session) complete(seq int64, st Status) {
 	s.mu.Lock()
 	s.ioMu.Lock()
 	j := s.job
-	if j != nil && seq >= 0 && seq < j.seq && !j.started {
-		s.checkDropped(j)
+	checkDrop := j != nil && seq >= 0 && seq < j.seq && !j.started && !j.dropChecked
+	if checkDrop {
+		j.dropChecked = true
 	}
 	if j == nil || (seq >= 0 && seq != j.seq) {
 		// A prompt printed again for a line already answered (a shell
 		// re-prompts when interrupted while idle) or for none at all.
 		s.ioMu.Unlock()
 		s.mu.Unlock()
+		if checkDrop {
+			s.checkDropped(j)
+		}
 		if seq >= 0 {
 			s.log.Debug().Int64("seq", seq).Msg("prompt record with no matching command ignored")
 		}
@@ -250,13 +254,7 @@ func (s *Session) complete(seq int64, st Status) {
 			s.closing = true
 		}
 	}
-	timers := append([]*time.Timer{j.watchdog, j.dropCheck}, j.later...)
 	s.mu.Unlock()
-	for _, t := range timers {
-		if t != nil {
-			t.Stop()
-		}
-	}
 	if broken != nil {
 		go s.endWith(broken)
 	}
@@ -266,6 +264,7 @@ func (s *Session) complete(seq int64, st Status) {
 	}
 	j.status = st
 	close(j.done)
+	s.lineEnded() // what the follower holds for the line is dropped
 	if j.onDone != nil {
 		j.onDone()
 	}

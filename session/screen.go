@@ -39,6 +39,19 @@ func (s *Session) Resize(rows, cols int) error {
 	if rows < 1 || rows > 1000 || cols < 1 || cols > 1000 {
 		return errorf(ErrInvalid, "rows and cols must be between 1 and 1000, got %dx%d", rows, cols)
 	}
+	if err := s.resize(rows, cols); err != nil {
+		return err
+	}
+	// Signalled with no lock held; a group that has just ended gets
+	// nothing, and one that has just begun is of the size already.
+	if pg := s.commandGroup(); pg > 0 {
+		_ = s.sendSignal(-pg, unix.SIGWINCH)
+	}
+	return nil
+}
+
+// resize sets the terminal's size and the screen's, under mu.
+func (s *Session) resize(rows, cols int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == StateExited {
@@ -56,9 +69,6 @@ func (s *Session) Resize(rows, cols int) error {
 	}
 	s.cfg.Rows, s.cfg.Cols = rows, cols
 	s.scr.Resize(rows, cols)
-	if pg := s.commandGroup(); pg > 0 {
-		_ = unix.Kill(-pg, unix.SIGWINCH)
-	}
 	return nil
 }
 

@@ -100,6 +100,14 @@ type Session struct {
 	// command waits until a plain line has made the round trip (see
 	// settle).
 	resync bool
+	// sending counts the signals decided for a line and not yet sent;
+	// no line is written while it is above 0, and sendsDone (on mu) is
+	// broadcast when it drops to 0 (see signal.go).
+	sending   int
+	sendsDone *sync.Cond
+	// fu is the schedule of the delayed work of signal.go and end.go,
+	// run by the session's one follower goroutine (followup.go).
+	fu followUps
 
 	scr  *screen.Screen // the terminal as a person sees it (screen.go)
 	idle idleLog        // output written while no command runs
@@ -139,6 +147,9 @@ type Session struct {
 	twOnce sync.Once
 	tw     *termwait.Terminal
 	twErr  error
+
+	// sigHook, set only by tests, is called as each signal is sent.
+	sigHook atomic.Pointer[func(pid int, sig unix.Signal)]
 }
 
 // Line is one command line the shell runs: the session's side of a
@@ -168,11 +179,10 @@ type Line struct {
 	pendingINT bool
 	done       chan struct{}
 	status     Status
-	// Timers owned by the job, stopped when it completes (see end.go);
-	// later holds the delayed signals of signal.go. Guarded by
-	// Session.mu.
-	watchdog, dropCheck *time.Timer
-	later               []*time.Timer
+	// watched and dropChecked say the follower has been given the
+	// line's watchdog and its check for a dropped line (end.go): each
+	// once. Guarded by Session.mu.
+	watched, dropChecked bool
 }
 
 // Done is closed when the command has ended and all its output has been
@@ -223,26 +233,40 @@ func idSeed() (seed [32]byte) {
 
 // Start sends c to the shell. The job's Done channel closes when it ends.
 func (s *Session) Start(c Command, sink Sink) (*Line, error) {
+	// Files are read and written before mu is taken.
+	oomBase := int64(-1)
+	if s.limits.MemoryMB > 0 {
+		oomBase = s.lim.oomKills()
+	}
+	stdin, stdinErr := s.writeStdin(c.Stdin)
 	s.mu.Lock()
+	s.awaitSends()
+	fail := func(err error) (*Line, error) {
+		s.mu.Unlock()
+		if stdin != "" {
+			os.Remove(stdin)
+		}
+		return nil, err
+	}
 	switch {
 	case s.state == StateExited || s.closing:
-		s.mu.Unlock()
-		return nil, s.exitedErr()
+		return fail(s.exitedErr())
 	case s.job != nil:
-		s.mu.Unlock()
-		return nil, errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id)
+		return fail(errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id))
+	case stdinErr != nil:
+		return fail(stdinErr)
 	}
 	if s.resync {
 		s.resync = false
 		if err := s.settle(); err != nil {
-			s.mu.Unlock()
-			return nil, err
+			return fail(err)
 		}
 	}
 	if s.dialect.source {
+		// Under mu: the one command file is the running line's until
+		// its end.
 		if err := os.WriteFile(s.cmdFile(), []byte(c.Text), 0o600); err != nil {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("write the command for the shell: %w", err)
+			return fail(fmt.Errorf("write the command for the shell: %w", err))
 		}
 	}
 	// A TUI killed before it restored the terminal leaves the alternate
@@ -250,33 +274,9 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	// screen.
 	redraw := s.scr.LeaveAltScreen()
 	s.seq++
-	j := &Line{s: s, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{})}
-	if s.limits.MemoryMB > 0 {
-		j.oomBase = s.lim.oomKills()
-	}
+	j := &Line{s: s, onDone: c.Done, seq: s.seq, sink: sink, done: make(chan struct{}), stdin: stdin, oomBase: oomBase}
 	if s.dialect.source {
 		j.src = newSourceName(s.cmdFile(), c.Text)
-	}
-	if c.Stdin != nil {
-		f, err := os.CreateTemp(s.tmpDir, "stdin-")
-		if err == nil {
-			_, err = f.WriteString(*c.Stdin)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("write stdin for the command: %w", err)
-		}
-		j.stdin = f.Name()
-		if s.lease != nil {
-			if err := s.lease.share(j.stdin, 0o640); err != nil {
-				os.Remove(j.stdin)
-				s.mu.Unlock()
-				return nil, fmt.Errorf("write stdin for the command: %w", err)
-			}
-		}
 	}
 	s.ioMu.Lock()
 	s.flushHeld() // what came between commands is not this command's
@@ -306,6 +306,33 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 		s.log.Debug().Err(err).Msg("write command")
 	}
 	return j, nil
+}
+
+// writeStdin writes a command's stdin to a file of its own (none when
+// stdin is nil) and returns its name.
+func (s *Session) writeStdin(stdin *string) (string, error) {
+	if stdin == nil {
+		return "", nil
+	}
+	f, err := os.CreateTemp(s.tmpDir, "stdin-")
+	if err == nil {
+		_, err = f.WriteString(*stdin)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}
+	if err == nil && s.lease != nil {
+		if err = s.lease.share(f.Name(), 0o640); err != nil {
+			os.Remove(f.Name())
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("write stdin for the command: %w", err)
+	}
+	return f.Name(), nil
 }
 
 // Retire refuses new commands from now on, unless one is running and
@@ -398,6 +425,7 @@ func (s *Session) CloseWith(cause error) {
 			s.log.Error().Msg("shell not reaped 5 s after SIGKILL")
 		}
 	}
+	s.stopFollowing()
 	s.closeFiles()
 	s.readers.Wait()
 	s.scr.Close()

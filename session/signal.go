@@ -9,6 +9,46 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Who signals a line, and when.
+//
+// exec.Job's supervisor decides which signals a command gets: what a
+// cancel asks for, SIGINT at its deadline, SIGKILL a grace later, then
+// the end of the session (exec/job.go). Signal, below, delivers one of
+// them. Which process it must reach is the shell's business, and so are
+// the few moments later at which a delivery is looked at again, because
+// a shell hands its terminal from one process group to the next without
+// telling anyone:
+//
+//   - recheck: a signal that reached a group just as it ended (the
+//     terminal still named the line's last command) goes again, once,
+//     recheckAfter later, to whatever group then holds the terminal;
+//   - an interrupt asked for before the shell began the line is sent when
+//     its start record arrives, and the shell is not interrupted within
+//     shellSettle of that (interruptSoon);
+//   - chase: after the shell itself was interrupted, its line's next
+//     command is looked for every chaseEvery, for chaseWindow
+//     (chaseForeground);
+//   - and the shell's own health: a shell that does not answer an
+//     interrupt within cancelGrace, or reads lines without running them,
+//     ends the session (watchInterrupt, checkDropped in end.go).
+//
+// All of that delayed work is scheduled on the session's one follower
+// goroutine (followup.go), never on timers of its own; it acts only for
+// the line it was made for, and is dropped when that line ends. It stays
+// in the session rather than in the supervisor because what to do and
+// when depends on what only the session sees (the terminal's foreground
+// group, the shell's start and prompt records, the control pipe), and
+// because Session.Signal is complete by itself: whoever calls it (the
+// supervisor, the session's own tests) gets the signal delivered without
+// running a schedule of the session's.
+//
+// No lock is held while a signal is sent. What to send is decided under
+// mu (the line still runs, the shell has not finished it); mu is let go;
+// the signal goes. What holding mu across the send used to guarantee —
+// that a signal decided for one line never reaches the next — is kept by
+// counting the sends under way (s.sending): a new line is not written to
+// the shell (Start, runOwn) while one is.
+
 // settle makes sure the shell is reading commands again after it was
 // sent SIGINT: an interrupt that reaches a shell just as it finishes a
 // line makes it drop the next line it reads, and bash interrupted while
@@ -78,60 +118,58 @@ var ErrNoForeground = errors.New("no command is running")
 // command. An interrupt asked for before the start record is sent when it
 // arrives. It returns the signal sent (or to be sent).
 func (s *Session) Signal(job *Line, sig unix.Signal) (unix.Signal, error) {
+	pgrp, ferr := s.foreground() // an ioctl: read before mu is taken
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.runs(job) {
+	switch {
+	case !s.runs(job):
+		s.mu.Unlock()
 		return 0, ErrNoForeground
-	}
-	pgrp, err := s.foreground()
-	if err != nil {
-		return 0, err
-	}
-	if pgrp > 0 && pgrp != s.pid {
-		if err := unix.Kill(-pgrp, sig); err != nil && err != unix.ESRCH {
+	case ferr != nil:
+		s.mu.Unlock()
+		return 0, ferr
+	case pgrp > 0 && pgrp != s.pid:
+		s.sending++
+		s.mu.Unlock()
+		err := s.sendSignal(-pgrp, sig)
+		s.sent()
+		if err != nil && err != unix.ESRCH {
 			return 0, err
 		}
 		s.log.Debug().Int("pgrp", pgrp).Str("signal", unix.SignalName(sig)).Msg("signaled")
 		s.recheck(job, pgrp, sig)
 		return sig, nil
-	}
-	if !job.started {
+	case !job.started:
 		job.pendingINT = true
+		s.mu.Unlock()
 		return unix.SIGINT, nil
 	}
+	s.mu.Unlock()
 	if !s.interruptSoon(job) {
 		return 0, ErrNoForeground
 	}
 	return unix.SIGINT, nil
 }
 
+// recheckAfter is how long after a signal to a group the terminal is
+// looked at again (see recheck).
+const recheckAfter = 30 * time.Millisecond
+
 // recheck covers a signal that reached a foreground group just as it
 // ended (between two commands of a line, the terminal still names the
 // last one): a moment later, if the command still runs under another
-// foreground group, the signal is delivered again, once. Called with mu
-// held.
+// foreground group, the signal is delivered again, once.
 func (s *Session) recheck(job *Line, sent int, sig unix.Signal) {
-	job.after(30*time.Millisecond, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !s.runs(job) {
-			return
-		}
+	s.follow(job, recheckAfter, func() time.Duration {
 		pgrp, err := s.foreground()
 		switch {
 		case err != nil || pgrp == sent:
 		case pgrp > 0 && pgrp != s.pid:
-			unix.Kill(-pgrp, sig)
+			s.signalLine(job, -pgrp, sig)
 		default:
 			s.interruptSoon(job)
 		}
+		return 0
 	})
-}
-
-// after runs f after d unless the job has completed by then: the timer
-// is the job's, stopped when it completes. Called with Session.mu held.
-func (j *Line) after(d time.Duration, f func()) {
-	j.later = append(j.later, time.AfterFunc(d, f))
 }
 
 // shellSettle is how long after a line's start record the shell may be
@@ -141,26 +179,32 @@ const shellSettle = 30 * time.Millisecond
 
 // interruptSoon interrupts the shell running job's line, now or, early in
 // the line, once shellSettle has passed (if the command still runs then).
-// Called with mu held.
+// It reports false when job no longer runs or the shell could not be
+// interrupted now.
 func (s *Session) interruptSoon(job *Line) bool {
+	s.mu.Lock()
+	if !s.runs(job) {
+		s.mu.Unlock()
+		return false
+	}
 	wait := shellSettle - time.Since(job.startedAt)
+	s.mu.Unlock()
 	if wait <= 0 {
 		return s.interruptShell(job)
 	}
-	job.after(wait, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
+	s.follow(job, wait, func() time.Duration {
 		if !s.interruptCommand(job) {
 			s.interruptShell(job)
 		}
+		return 0
 	})
 	return true
 }
 
 // interruptShell sends SIGINT to the shell while it executes job's line.
 // It declines when the line's prompt record has been written: the line is
-// over and the shell about to wait for the next. Called with mu held,
-// which it lets go while it waits for the control pipe to drain.
+// over and the shell about to wait for the next. It waits, holding no
+// lock, for the control pipe to drain first.
 func (s *Session) interruptShell(job *Line) bool {
 	for i := 0; ; i++ {
 		if s.lastRecord.Load() >= job.seq {
@@ -170,31 +214,54 @@ func (s *Session) interruptShell(job *Line) bool {
 			break
 		}
 		// Bytes are waiting on the control pipe: let the reader take
-		// them (it reads without mu) and look again, without holding mu
-		// while waiting.
+		// them and look again.
 		if i == 100 {
 			return false
 		}
-		s.mu.Unlock()
 		time.Sleep(time.Millisecond)
 		s.mu.Lock()
-		if !s.runs(job) {
+		runs := s.runs(job)
+		s.mu.Unlock()
+		if !runs {
 			return false
 		}
 	}
-	if err := unix.Kill(s.pid, unix.SIGINT); err != nil {
+	s.mu.Lock()
+	if !s.runs(job) || s.lastRecord.Load() >= job.seq {
+		s.mu.Unlock()
 		return false
 	}
-	s.resync = true
-	s.watchInterrupt(job)
+	s.sending++
+	s.mu.Unlock()
+	err := s.sendSignal(s.pid, unix.SIGINT)
+	s.mu.Lock()
+	watch := err == nil && !job.watched
+	if err == nil {
+		// Set as the send is counted done: the next line, which waits
+		// for that, finds the shell to be settled first.
+		s.resync = true
+		job.watched = true
+	}
+	s.sentLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return false
+	}
+	if watch {
+		s.watchInterrupt(job)
+	}
 	s.chaseForeground(job)
 	s.log.Debug().Msg("interrupted the shell")
 	return true
 }
 
 // chaseWindow is how long after interrupting the shell its line's next
-// command is watched for becoming the terminal's foreground group.
-const chaseWindow = time.Second
+// command is watched for becoming the terminal's foreground group, every
+// chaseEvery.
+const (
+	chaseWindow = time.Second
+	chaseEvery  = 10 * time.Millisecond
+)
 
 // chaseForeground covers an interrupt that reached the shell just after it
 // forked the line's next command, before the child made itself the
@@ -202,19 +269,16 @@ const chaseWindow = time.Second
 // the interrupt until the child ends, and the child never gets it (a
 // cancel of `echo started; sleep 30` at that moment waited for the
 // watchdog, which ended the session). So for chaseWindow the foreground
-// is looked at every 10 ms while the line runs; once it is a command's
-// group, that group gets SIGINT too. Called with mu held.
+// is looked at every chaseEvery while the line runs; once it is a
+// command's group, that group gets SIGINT too.
 func (s *Session) chaseForeground(job *Line) {
 	until := time.Now().Add(chaseWindow)
-	var t *time.Timer
-	t = time.AfterFunc(10*time.Millisecond, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !s.interruptCommand(job) && time.Now().Before(until) {
-			t.Reset(10 * time.Millisecond)
+	s.follow(job, chaseEvery, func() time.Duration {
+		if s.interruptCommand(job) || !time.Now().Before(until) {
+			return 0
 		}
+		return chaseEvery
 	})
-	job.later = append(job.later, t)
 }
 
 // pendingControl is how many bytes wait unread on the control pipe.
@@ -231,24 +295,28 @@ func (s *Session) pendingControl() (int, error) {
 	return n, ioErr
 }
 
-// started records that the shell began executing line seq, and sends an
-// interrupt that was asked for before.
+// started records that the shell began executing line seq; an interrupt
+// asked for before is handed to the follower, which sends it (the reader
+// that calls this sends no signal).
 func (s *Session) started(seq int64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	j := s.job
 	if j == nil || j.seq != seq || j.started {
+		s.mu.Unlock()
 		return
 	}
 	j.started = true
 	j.startedAt = time.Now()
-	if j.pendingINT {
-		j.pendingINT = false
-		if pgrp := s.commandGroup(); pgrp > 0 {
-			unix.Kill(-pgrp, unix.SIGINT)
-		} else {
-			s.interruptSoon(j)
-		}
+	pending := j.pendingINT
+	j.pendingINT = false
+	s.mu.Unlock()
+	if pending {
+		s.follow(j, 0, func() time.Duration {
+			if !s.interruptCommand(j) {
+				s.interruptSoon(j)
+			}
+			return 0
+		})
 	}
 }
 
@@ -272,16 +340,56 @@ func (s *Session) commandGroup() int {
 // interruptCommand sends SIGINT to the command that holds the terminal for
 // job. It reports whether that settles it: the job no longer runs, or its
 // command got the signal; false means the shell holds the terminal.
-// Called with mu held.
 func (s *Session) interruptCommand(job *Line) bool {
-	if !s.runs(job) {
-		return true
-	}
 	if pgrp := s.commandGroup(); pgrp > 0 {
-		unix.Kill(-pgrp, unix.SIGINT)
+		s.signalLine(job, -pgrp, unix.SIGINT)
 		return true
 	}
-	return false
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.runs(job)
+}
+
+// signalLine sends sig to pid (negative: a process group) for job if job
+// still runs: checked under mu, sent once mu is let go. It reports
+// whether it was sent, and the error of sending it.
+func (s *Session) signalLine(job *Line, pid int, sig unix.Signal) (bool, error) {
+	s.mu.Lock()
+	if !s.runs(job) {
+		s.mu.Unlock()
+		return false, nil
+	}
+	s.sending++
+	s.mu.Unlock()
+	err := s.sendSignal(pid, sig)
+	s.sent()
+	return true, err
+}
+
+// sent counts a send under way (s.sending, raised under mu when the send
+// was decided) as done, and wakes a line waiting to be written once none
+// is under way.
+func (s *Session) sent() {
+	s.mu.Lock()
+	s.sentLocked()
+	s.mu.Unlock()
+}
+
+// sentLocked is sent, called with mu held.
+func (s *Session) sentLocked() {
+	s.sending--
+	if s.sending == 0 {
+		s.sendsDone.Broadcast()
+	}
+}
+
+// awaitSends waits until no signal decided for an earlier line is still
+// on its way, so that none can reach the line about to be written.
+// Called with mu held, which it lets go while it waits.
+func (s *Session) awaitSends() {
+	for s.sending > 0 {
+		s.sendsDone.Wait()
+	}
 }
 
 // foreground is the terminal's foreground process group.
@@ -295,4 +403,14 @@ func (s *Session) foreground() (int, error) {
 		err = ioErr
 	}
 	return pgrp, err
+}
+
+// sendSignal sends sig to pid (negative: a process group): every signal
+// the session sends for a line, and SIGWINCH, goes through here, with no
+// lock held.
+func (s *Session) sendSignal(pid int, sig unix.Signal) error {
+	if h := s.sigHook.Load(); h != nil {
+		(*h)(pid, sig)
+	}
+	return unix.Kill(pid, sig)
 }

@@ -161,6 +161,7 @@ func (f stateFiles) read(which string) ([]byte, error) {
 // line runs.
 func (s *Session) runOwn(ctx context.Context, line string) error {
 	s.mu.Lock()
+	s.awaitSends()
 	switch {
 	case s.state == StateExited || s.closing:
 		s.mu.Unlock()
