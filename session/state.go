@@ -58,6 +58,12 @@ type ShellState struct {
 	Dirs []string `json:"dirs"`
 	// NotCarried lists what the shell has that a state cannot carry.
 	NotCarried []NotCarried `json:"not_carried"`
+
+	// bashOpts is what SHELLOPTS and BASHOPTS were when bash's state was
+	// read (with trl's line's expand_aliases off), not part of the state:
+	// applying the state in this daemon skips setting the options when
+	// the new shell's are already the same (see bashState.writer).
+	bashOpts *[2]string
 }
 
 // Var is a shell variable that is not an exported scalar.
@@ -231,20 +237,29 @@ func (f stateFiles) read(which string) ([]byte, error) {
 // line runs. It returns the line's sequence number as the shell has it
 // (the readers end their state with it).
 func (s *Session) runOwn(ctx context.Context, line string) (string, error) {
+	j, seq, err := s.sendOwn(line)
+	if err != nil {
+		return "", err
+	}
+	return seq, s.waitOwn(ctx, j)
+}
+
+// sendOwn is runOwn's first half: the line is sent, the session busy.
+func (s *Session) sendOwn(line string) (*Line, string, error) {
 	s.mu.Lock()
 	switch {
 	case s.state == StateExited || s.closing:
 		s.mu.Unlock()
-		return "", s.exitedErr()
+		return nil, "", s.exitedErr()
 	case s.job != nil:
 		s.mu.Unlock()
-		return "", errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id)
+		return nil, "", errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id)
 	}
 	if s.resync {
 		s.resync = false
 		if err := s.settle(); err != nil {
 			s.mu.Unlock()
-			return "", err
+			return nil, "", err
 		}
 	}
 	s.seq++
@@ -260,6 +275,11 @@ func (s *Session) runOwn(ctx context.Context, line string) (string, error) {
 	if _, err := s.cmdW.Write([]byte(full)); err != nil {
 		s.log.Debug().Err(err).Msg("write own line")
 	}
+	return j, seq, nil
+}
+
+// waitOwn is runOwn's second half: it waits for the line's prompt record.
+func (s *Session) waitOwn(ctx context.Context, j *Line) error {
 	t := time.NewTimer(stateTimeout)
 	defer t.Stop()
 	select {
@@ -267,14 +287,14 @@ func (s *Session) runOwn(ctx context.Context, line string) (string, error) {
 	case <-ctx.Done():
 		// The line still runs; it completes by itself and the session
 		// is idle again then.
-		return "", ctx.Err()
+		return ctx.Err()
 	case <-t.C:
-		return "", fmt.Errorf("the shell did not finish trl's state line within %s", stateTimeout)
+		return fmt.Errorf("the shell did not finish trl's state line within %s", stateTimeout)
 	}
 	if j.status.Exited {
-		return "", s.exitedErr()
+		return s.exitedErr()
 	}
-	return seq, nil
+	return nil
 }
 
 // idleSink passes what reaches the terminal while trl's own line runs
@@ -398,38 +418,59 @@ func (s *Session) ApplyState(ctx context.Context, st *ShellState) error {
 // startWithState waits for a shell launchSession started and applies
 // cfg's state, if it has one. The state (a fork's is read from its source
 // meanwhile) and the files that apply it are made while the shell starts
-// (making a file on ext4 here costs 0.1-0.6 ms), so that only the apply
-// line itself waits for the shell. On failure the session is closed.
+// (making a file on ext4 here costs 0.1-0.6 ms), and the line that
+// applies it is sent then too: the shell reads it once its start-up is
+// done, without waiting for the daemon to see its first prompt. On
+// failure the session is closed.
 func (s *Session) startWithState(cfg Config, opts Options) error {
-	var script string
-	if cfg.State != nil || cfg.StateFrom != nil {
-		// The files first: a fork's state may still be being read.
-		_, release, err := s.claimState(stateErr, stateSh)
+	if cfg.State == nil && cfg.StateFrom == nil {
+		return s.awaitStart(opts)
+	}
+	// The files first: a fork's state may still be being read.
+	_, release, err := s.claimState(stateErr, stateSh)
+	if err == nil {
+		release()
+		st := cfg.State
+		if cfg.StateFrom != nil {
+			st, err = cfg.StateFrom()
+		}
+		var script string
 		if err == nil {
-			release()
-			st := cfg.State
-			if cfg.StateFrom != nil {
-				st, err = cfg.StateFrom()
-			}
-			if err == nil {
-				script, err = s.prepareApply(st)
-			}
+			script, err = s.prepareApply(st)
 		}
-		if err != nil {
-			s.Close()
-			return err
+		if err == nil {
+			err = s.applyAfterStart(opts, script)
 		}
+	}
+	if err != nil {
+		s.Close()
+	}
+	return err
+}
+
+// applyAfterStart sends the line that sources script (written by
+// prepareApply) and waits for the start and for the line.
+func (s *Session) applyAfterStart(opts Options, script string) error {
+	ss := s.dialect.state()
+	sf, release, err := s.claimState(stateErr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := s.prepare(sf, script); err != nil {
+		return err
+	}
+	j, _, err := s.sendOwn(ss.line(s.nonce, sf.path(stateSh), sf.path(stateErr), false))
+	if err != nil {
+		return err
 	}
 	if err := s.awaitStart(opts); err != nil {
 		return err
 	}
-	if cfg.State != nil || cfg.StateFrom != nil {
-		if err := s.runApply(context.Background(), script); err != nil {
-			s.Close()
-			return err
-		}
+	if err := s.waitOwn(context.Background(), j); err != nil {
+		return err
 	}
-	return nil
+	return s.applyErrors(sf)
 }
 
 // prepareApply checks st and writes the file that applies it; it needs
@@ -478,6 +519,12 @@ func (s *Session) runApply(ctx context.Context, script string) error {
 	if _, err := s.runOwn(ctx, ss.line(s.nonce, sf.path(stateSh), sf.path(stateErr), false)); err != nil {
 		return err
 	}
+	return s.applyErrors(sf)
+}
+
+// applyErrors fails with what the line that applied a state wrote on
+// stderr, if anything.
+func (s *Session) applyErrors(sf stateFiles) error {
 	msg, err := sf.read(stateErr)
 	if err != nil {
 		return err

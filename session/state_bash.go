@@ -41,14 +41,13 @@ type bashOptionNames struct {
 // hand).
 const bashReader = `TRL_s() {
 \builtin local TRL_k TRL_l TRL_c=0
+\builtin printf 'X\0%s\0O\0%s\0S\0%s\0' "${TRL_x-1}" "$SHELLOPTS" "$BASHOPTS"
 if [[ -n ${1-} ]]; then
-\builtin printf 'X\0%s\0o\0' "${TRL_x-1}"
+\builtin printf 'o\0'
 \builtin set -o
 \builtin printf '\0s\0'
 \builtin shopt
 \builtin printf '\0'
-else
-\builtin printf 'X\0%s\0O\0%s\0S\0%s\0' "${TRL_x-1}" "$SHELLOPTS" "$BASHOPTS"
 fi
 if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null; fi
 \builtin local -
@@ -264,8 +263,7 @@ func (b bashState) parse(out []byte, nonce, end string) (*ShellState, error) {
 	readonly := map[string]bool{}
 	var list string
 	var listed bashOptionNames
-	onSet, onShopt := "", ""
-	short := false
+	var onSet, onShopt *string
 	for !f.done() {
 		switch tag := f.next(); tag {
 		case "X":
@@ -283,9 +281,11 @@ func (b bashState) parse(out []byte, nonce, end string) (*ShellState, error) {
 				listed.shopt = optionNames(names)
 			}
 		case "O":
-			onSet, short = f.next(), true
+			v := f.next()
+			onSet = &v
 		case "S":
-			onShopt, short = f.next(), true
+			v := f.next()
+			onShopt = &v
 		case "C":
 			st.Cwd = f.next()
 		case "U":
@@ -379,12 +379,21 @@ func (b bashState) parse(out []byte, nonce, end string) (*ShellState, error) {
 			if err := f.end(end); err != nil {
 				return nil, err
 			}
+			if _, read := st.Options["expand_aliases"]; !read && onSet == nil && onShopt == nil && listed.set == nil && listed.shopt == nil {
+				// The functions read one by one: no options.
+				st.Readonly = sortedKeys(readonly)
+				return st, nil
+			}
+			if onSet == nil || onShopt == nil {
+				return nil, fmt.Errorf("bash's state does not say which options are on")
+			}
+			st.bashOpts = &[2]string{*onSet, *onShopt}
 			switch {
-			case short && (b.opts == nil || b.opts.set == nil):
+			case listed.set == nil && (b.opts == nil || b.opts.set == nil):
 				return nil, fmt.Errorf("bash's state names the options that are on, and their names are not known")
-			case short:
+			case listed.set == nil:
 				on := map[string]bool{}
-				for _, list := range []string{onSet, onShopt} {
+				for _, list := range []string{*onSet, *onShopt} {
 					for _, name := range strings.Split(list, ":") {
 						on[name] = true
 					}
@@ -468,6 +477,14 @@ func optionNames(lines []optionLine) []string {
 // command (they would change how the rest of it runs).
 func (bashState) writer(st *ShellState, base map[string]string, _ string) string {
 	var b strings.Builder
+	size := 4096
+	for _, v := range st.Vars {
+		size += len(v.Name) + len(v.Value) + 4
+	}
+	for _, f := range st.Functions {
+		size += len(f) + 1
+	}
+	b.Grow(size)
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...); b.WriteByte('\n') }
 	// words writes one command of a fixed head and the given words, if
 	// there are any.
@@ -501,19 +518,34 @@ func (bashState) writer(st *ShellState, base map[string]string, _ string) string
 		unset = append(unset, "OLDPWD") // cd set it; the state has none
 	}
 	words(`\builtin unset -v`, unset)
-	var exports []string
-	for _, k := range sortedKeys(st.Env) {
-		exports = append(exports, k+"="+quote(st.Env[k]))
+	// assign writes name='value', after sep.
+	assign := func(sep byte, name, value string) {
+		b.WriteByte(sep)
+		b.WriteString(name)
+		b.WriteByte('=')
+		writeQuoted(&b, value)
 	}
-	words(`\builtin export`, exports)
-	var scalars []string
+	if len(st.Env) > 0 {
+		b.WriteString(`\builtin export`)
+		for _, k := range sortedKeys(st.Env) {
+			assign(' ', k, st.Env[k])
+		}
+		b.WriteByte('\n')
+	}
+	sep := byte(0)
 	for _, v := range st.Vars {
 		if v.Kind != "nameref" && v.Kind != "assoc" && v.Kind != "array" {
-			scalars = append(scalars, v.Name+"="+quote(v.Value))
+			if sep == 0 {
+				b.WriteString(v.Name)
+				b.WriteByte('=')
+				writeQuoted(&b, v.Value)
+				sep = ' '
+				continue
+			}
+			assign(sep, v.Name, v.Value)
 		}
 	}
-	if len(scalars) > 0 {
-		b.WriteString(strings.Join(scalars, " "))
+	if sep != 0 {
 		b.WriteByte('\n')
 	}
 	attrs := map[string][]string{}
@@ -555,7 +587,8 @@ func (bashState) writer(st *ShellState, base map[string]string, _ string) string
 	// Definitions as bash printed them: parsed here with aliases off, as
 	// eval would, without eval's cost.
 	for _, name := range sortedKeys(st.Functions) {
-		w(`%s`, st.Functions[name])
+		b.WriteString(st.Functions[name])
+		b.WriteByte('\n')
 	}
 	var aliases []string
 	for _, name := range sortedKeys(st.Aliases) {
@@ -577,11 +610,23 @@ func (bashState) writer(st *ShellState, base map[string]string, _ string) string
 			off = append(off, name)
 		}
 	}
-	if x, ok := st.Options["expand_aliases"]; !ok || x {
-		on = append(on, "expand_aliases")
+	// A state read in this daemon says what SHELLOPTS and BASHOPTS were
+	// (with expand_aliases off, as it is here too): when the new shell's
+	// are the same, every option but the last four already has its value
+	// and setting them would change nothing, so they are not set.
+	if st.bashOpts != nil {
+		w(`if [[ $SHELLOPTS != %s || $BASHOPTS != %s ]]; then`, quote(st.bashOpts[0]), quote(st.bashOpts[1]))
 	}
 	words(`\builtin shopt -s`, on)
 	words(`\builtin shopt -u`, off)
+	words(`\builtin set`, set)
+	if st.bashOpts != nil {
+		w(`fi`)
+	}
+	if x, ok := st.Options["expand_aliases"]; !ok || x {
+		w(`\builtin shopt -s expand_aliases`)
+	}
+	set = set[:0]
 	for _, name := range []string{"nounset", "errexit", "verbose", "xtrace"} {
 		if x, ok := st.Options[name]; ok {
 			set = append(set, flag(x)+"o "+name)

@@ -7,7 +7,7 @@ import "testing"
 // bound, whatever it holds.
 
 func FuzzParseBashState(f *testing.F) {
-	f.Add([]byte("X\x001\x00o\x00errexit off\n\x00s\x00extglob on\n\x00C\x00/tmp\x00U\x000022\n\x00p\x00declare -- x=$'a\\nb'\ndeclare -A h=([k]=\"v\" )\n\x00F\x00declare -f f\n\x00B\x00f () \n{ \n    :\n}\n\x00l\x00ll\x00ls -l\x00d\x001\x00/tmp\x00t\x00\x00j\x00\x00E\x007\x00"))
+	f.Add([]byte("X\x001\x00O\x00errexit\x00S\x00\x00o\x00errexit off\n\x00s\x00extglob on\n\x00C\x00/tmp\x00U\x000022\n\x00p\x00declare -- x=$'a\\nb'\ndeclare -A h=([k]=\"v\" )\n\x00F\x00declare -f f\n\x00B\x00f () \n{ \n    :\n}\n\x00l\x00ll\x00ls -l\x00d\x001\x00/tmp\x00t\x00\x00j\x00\x00E\x007\x00"))
 	f.Add([]byte("d\x0099999999999\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		bashState{}.parse(b, "0123456789abcdef", "7")

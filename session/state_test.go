@@ -645,7 +645,7 @@ func TestStateEndMark(t *testing.T) {
 		ss   stateShell
 		body string
 	}{
-		"bash": {bashState{}, "X\x001\x00C\x00/tmp\x00U\x000022\n\x00d\x001\x00/tmp\x00t\x00\x00j\x00\x00E\x00"},
+		"bash": {bashState{opts: &bashOptionNames{set: []string{"errexit"}, shopt: []string{"extglob"}}}, "X\x001\x00O\x00errexit\x00S\x00\x00C\x00/tmp\x00U\x000022\n\x00d\x001\x00/tmp\x00t\x00\x00j\x00\x00E\x00"},
 		"zsh":  {zshState{}, "X\x00on\x00o\x000\x00C\x00/tmp\x00U\x00022\n\x00D\x000\x00t\x00\x00j\x00\x00E\x00"},
 		"sh":   {shState{}, "C\x00/tmp\x00U\x000022\n\x00t\x00\x00j\x00\x00E\x00"},
 	} {
