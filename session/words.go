@@ -167,9 +167,11 @@ func (p *wordParser) skip(set string) {
 
 func (p *wordParser) until(stop string) string {
 	j := p.i
-	for p.i < len(p.s) && strings.IndexByte(stop, p.s[p.i]) < 0 {
-		p.i++
+	k := strings.IndexAny(p.s[j:], stop)
+	if k < 0 {
+		k = len(p.s) - j
 	}
+	p.i = j + k
 	return p.s[j:p.i]
 }
 
