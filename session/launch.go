@@ -15,21 +15,10 @@ import (
 	"github.com/trl-project/trl/internal/pollpty"
 )
 
-// start launches the shell and waits for its first prompt record.
-func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*Session, error) {
-	s, err := launchSession(id, cfg, opts, log, l)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.awaitStart(opts); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // launchSession starts the shell and returns without waiting for it:
 // the caller may do its own work while the shell starts, then calls
-// awaitStart (or Close).
+// awaitStart (or Close). The session owns the lease from here, on every
+// path.
 func launchSession(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*Session, error) {
 	s := &Session{
 		id:      id,
