@@ -16,8 +16,11 @@ import (
 	"github.com/trl-project/trl/internal/pollpty"
 )
 
-// start launches the shell and waits for its first prompt record.
-func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*Session, error) {
+// launchSession starts the shell and returns without waiting for it:
+// the caller may do its own work while the shell starts, then calls
+// awaitStart (or Close). The session owns the lease from here, on every
+// path.
+func launchSession(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*Session, error) {
 	s := &Session{
 		id:      id,
 		cfg:     cfg,
@@ -51,22 +54,30 @@ func start(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*
 		s.Close()
 		return nil, errorf(ErrInvalid, "limits cannot be set: %v", s.enterErr)
 	}
+	return s, nil
+}
+
+// awaitStart waits for the first prompt record of a shell launchSession
+// started; on failure it closes the session.
+func (s *Session) awaitStart(opts Options) error {
 	startTimeout := opts.startTimeout()
+	t := time.NewTimer(startTimeout)
+	defer t.Stop()
 	select {
 	case <-s.ready:
-		return s, nil
+		return nil
 	case <-s.exited:
 		code := s.exitStatus()
 		s.Close()
-		return nil, errorf(ErrNotShell, "%s exited during start-up with status %d; is it a POSIX shell (sh, dash, bash, zsh)?", cfg.Shell, code)
-	case <-time.After(startTimeout):
+		return errorf(ErrNotShell, "%s exited during start-up with status %d; is it a POSIX shell (sh, dash, bash, zsh)?", s.cfg.Shell, code)
+	case <-t.C:
 		s.Close()
-		if knownShell(cfg.Shell) {
+		if knownShell(s.cfg.Shell) {
 			// A shell we know that did not come up in time: the machine
 			// is overloaded or out of something, not the caller's fault.
-			return nil, errorf(ErrStart, "%s printed no prompt record within %s; the machine may be overloaded: retry, or raise the start-up timeout", cfg.Shell, startTimeout)
+			return errorf(ErrStart, "%s printed no prompt record within %s; the machine may be overloaded: retry, or raise the start-up timeout", s.cfg.Shell, startTimeout)
 		}
-		return nil, errorf(ErrNotShell, "%s printed no prompt record within %s: it does not behave as an interactive POSIX shell (sh, dash, bash, zsh) started with no rc files; non-shells such as python3 are refused", cfg.Shell, startTimeout)
+		return errorf(ErrNotShell, "%s printed no prompt record within %s: it does not behave as an interactive POSIX shell (sh, dash, bash, zsh) started with no rc files; non-shells such as python3 are refused", s.cfg.Shell, startTimeout)
 	}
 }
 

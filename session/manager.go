@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -169,20 +168,11 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	}
 	var s *Session
 	if err == nil {
-		// start owns the lease from here, on every path.
-		s, err = start(NewID("s-", 6), cfg, m.opts, m.log, l)
+		// launchSession owns the lease from here, on every path.
+		s, err = launchSession(NewID("s-", 6), cfg, m.opts, m.log, l)
 	}
-	if err == nil && (cfg.State != nil || cfg.StateFrom != nil) {
-		st := cfg.State
-		if cfg.StateFrom != nil {
-			st, err = cfg.StateFrom()
-		}
-		if err == nil {
-			err = s.ApplyState(context.Background(), st)
-		}
-		if err != nil {
-			s.Close()
-		}
+	if err == nil {
+		err = s.startWithState(cfg, m.opts) // closes s on failure
 	}
 
 	m.mu.Lock()

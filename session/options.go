@@ -67,9 +67,9 @@ type Config struct {
 	// State, when set, is applied to the shell after its first prompt,
 	// before the session is registered (SPEC §17).
 	State *ShellState
-	// StateFrom, when set instead, is called once the shell has started
-	// and its state applied: session.fork reads the source's state while
-	// the new shell starts.
+	// StateFrom, when set instead, is called once the shell has been
+	// launched, while it starts: session.fork reads the source's state
+	// meanwhile.
 	StateFrom func() (*ShellState, error)
 	// Parent is the id of the session this one was forked from.
 	Parent string

@@ -54,12 +54,16 @@ type Session struct {
 	// applied to the session unsets what it does not name).
 	startEnv []string
 	// stateClaim is held by the one state line at a time (see
-	// claimState); stateMade, guarded by it, says its files exist.
-	stateClaim atomic.Bool
-	stateMade  bool
+	// claimState); stateMade, guarded by it, says which of its files exist
+	// (see stateFile) and stateScript what the sourced one holds.
+	stateClaim  atomic.Bool
+	stateMade   uint8
+	stateScript string
 	// readerDefined, guarded by stateClaim, says the shell has trl's
-	// state reader function (bash).
+	// state reader function (bash); bashOpts, guarded by it too, holds
+	// the names of bash's options once a reading listed them.
 	readerDefined bool
+	bashOpts      bashOptionNames
 	modes         termModes // the terminal's launch settings (see terminal.go)
 	cg            *cgroup
 	v1            *v1Groups // the session's cgroup v1 groups, when its limits are set there

@@ -150,6 +150,12 @@ func dialectFor(path string) dialect {
 func quote(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 2)
+	writeQuoted(&b, s)
+	return b.String()
+}
+
+// writeQuoted writes s to b as one single-quoted shell word.
+func writeQuoted(b *strings.Builder, s string) {
 	b.WriteByte('\'')
 	for {
 		i := strings.IndexByte(s, '\'')
@@ -162,7 +168,6 @@ func quote(s string) string {
 	}
 	b.WriteString(s)
 	b.WriteByte('\'')
-	return b.String()
 }
 
 // commandLine builds the line that runs c: its text is either inlined

@@ -58,6 +58,12 @@ type ShellState struct {
 	Dirs []string `json:"dirs"`
 	// NotCarried lists what the shell has that a state cannot carry.
 	NotCarried []NotCarried `json:"not_carried"`
+
+	// bashOpts is what SHELLOPTS and BASHOPTS were when bash's state was
+	// read (with trl's line's expand_aliases off), not part of the state:
+	// applying the state in this daemon skips setting the options when
+	// the new shell's are already the same (see bashState.writer).
+	bashOpts *[2]string
 }
 
 // Var is a shell variable that is not an exported scalar.
@@ -93,11 +99,38 @@ const stateLimit = 64 << 20
 const stateTimeout = 30 * time.Second
 
 // stateFiles are the files of trl's state lines, in the session's
-// private directory, made once (see claimState) and reused: the shell
-// truncates what it writes (>|), so a file keeps the mode the daemon gave
-// it whatever the user's umask (a shell with umask 0777 could not read
-// back a file it made, nor the daemon one of another uid's).
+// private directory, each made by the daemon the first time a line needs
+// it (see claimState and prepare) and reused, so that a file keeps the
+// mode the daemon gave it whatever the user's umask (a shell with umask
+// 0777 could not read back a file it made, nor the daemon one of another
+// uid's).
+//
+// The shell writes the state over the old one in place (<>), without
+// truncating it: on ext4, truncating a file that held data and writing it
+// again makes the close wait for the new data's blocks (the auto_da_alloc
+// safeguard for programs that rewrite files that way), which cost more
+// than all the rest of a state read. Whatever of an older, longer state
+// is left after the new one is never read: the reader's last field is
+// the end mark followed by the sequence number of trl's line that wrote
+// it, and the parser stops there, refusing a file whose end mark is
+// another line's (a reader that stopped half way over an older state).
 type stateFiles struct{ base string }
+
+// The files, by the bit stateMade keeps for each.
+const (
+	stateOut   = "out"       // the state the reader writes
+	stateAux   = "aux"       // bash: the list of functions (one by one)
+	stateTraps = "aux.traps" // bash: the traps, listed by the line
+	stateErr   = "err"       // what applying a state said on stderr
+	stateSh    = "sh"        // the file the line sources
+)
+
+var stateFileBits = map[string]uint8{stateOut: 1, stateAux: 2, stateTraps: 4, stateErr: 8, stateSh: 16}
+
+// stateFileModes are the modes of the files under isolation, where their
+// group is the session's uid: the shell writes the first four and reads
+// the last.
+var stateFileModes = map[string]os.FileMode{stateOut: 0o660, stateAux: 0o660, stateTraps: 0o660, stateErr: 0o660, stateSh: 0o640}
 
 func (s *Session) stateFiles() stateFiles { return stateFiles{base: filepath.Join(s.tmpDir, "state.")} }
 
@@ -105,38 +138,81 @@ func (f stateFiles) path(which string) string { return f.base + which }
 
 // claimState makes the caller the one state line of the session until
 // release is called: a second call meanwhile is ErrBusy at once (it would
-// share the first's files). The files are made on the first claim.
-func (s *Session) claimState() (sf stateFiles, release func(), err error) {
+// share the first's files). The files named are made if they are not yet.
+func (s *Session) claimState(files ...string) (sf stateFiles, release func(), err error) {
 	if !s.stateClaim.CompareAndSwap(false, true) {
 		return sf, nil, errorf(ErrBusy, "session %s is busy: its state is being read or applied; retry", s.id)
 	}
 	release = func() { s.stateClaim.Store(false) }
 	sf = s.stateFiles()
-	if !s.stateMade {
-		for _, f := range []struct {
-			name string
-			mode os.FileMode
-		}{{"out", 0o660}, {"aux", 0o660}, {"aux.traps", 0o660}, {"err", 0o660}, {"sh", 0o640}} {
-			p := sf.path(f.name)
-			if err := os.WriteFile(p, nil, 0o600); err != nil {
-				release()
-				return sf, nil, fmt.Errorf("make %s: %w", p, err)
-			}
-			if s.lease != nil {
-				if err := s.lease.share(p, f.mode); err != nil {
-					release()
-					return sf, nil, err
-				}
-			}
+	for _, name := range files {
+		if err := s.stateFile(sf, name, nil); err != nil {
+			release()
+			return sf, nil, err
 		}
-		s.stateMade = true
 	}
 	return sf, release, nil
 }
 
-// prepare writes the file the shell sources.
+// stateFile makes one of the files, holding data, unless it exists. The
+// caller holds the claim.
+func (s *Session) stateFile(sf stateFiles, name string, data []byte) error {
+	bit := stateFileBits[name]
+	if s.stateMade&bit != 0 {
+		return nil
+	}
+	p := sf.path(name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		return fmt.Errorf("make %s: %w", p, err)
+	}
+	if s.lease != nil {
+		if err := s.lease.share(p, stateFileModes[name]); err != nil {
+			return err
+		}
+	}
+	s.stateMade |= bit
+	return nil
+}
+
+// prepare puts script in the file the shell sources. The file is written
+// only when it holds something else: the bash reader's call is the same
+// every time after the first, and rewriting a file costs its truncation
+// (see stateFiles). Under isolation the session's uid can read the file
+// but neither write nor replace it (the directory is the daemon's).
 func (s *Session) prepare(sf stateFiles, script string) error {
-	return os.WriteFile(sf.path("sh"), []byte(script), 0o600)
+	if s.stateMade&stateFileBits[stateSh] == 0 {
+		s.stateScript = ""
+		if err := s.stateFile(sf, stateSh, []byte(script)); err != nil {
+			return err
+		}
+		s.stateScript = script
+		return nil
+	}
+	if s.stateScript == script {
+		return nil
+	}
+	s.stateScript = ""
+	// Written over in place, and cut to its length only if it was
+	// longer: not truncated to nothing first (see stateFiles).
+	f, err := os.OpenFile(sf.path(stateSh), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	var fi os.FileInfo
+	if _, err = f.WriteAt([]byte(script), 0); err == nil {
+		fi, err = f.Stat()
+	}
+	if err == nil && fi.Size() > int64(len(script)) {
+		err = f.Truncate(int64(len(script)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	s.stateScript = script
+	return nil
 }
 
 // read reads one of the files the shell wrote, bounded.
@@ -158,23 +234,33 @@ func (f stateFiles) read(which string) ([]byte, error) {
 
 // runOwn sends line as trl's own line and waits for its prompt record.
 // It fails with ErrBusy when a command runs; the session is busy while the
-// line runs.
-func (s *Session) runOwn(ctx context.Context, line string) error {
+// line runs. It returns the line's sequence number as the shell has it
+// (the readers end their state with it).
+func (s *Session) runOwn(ctx context.Context, line string) (string, error) {
+	j, seq, err := s.sendOwn(line)
+	if err != nil {
+		return "", err
+	}
+	return seq, s.waitOwn(ctx, j)
+}
+
+// sendOwn is runOwn's first half: the line is sent, the session busy.
+func (s *Session) sendOwn(line string) (*Line, string, error) {
 	s.mu.Lock()
 	s.awaitSends()
 	switch {
 	case s.state == StateExited || s.closing:
 		s.mu.Unlock()
-		return s.exitedErr()
+		return nil, "", s.exitedErr()
 	case s.job != nil:
 		s.mu.Unlock()
-		return errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id)
+		return nil, "", errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id)
 	}
 	if s.resync {
 		s.resync = false
 		if err := s.settle(); err != nil {
 			s.mu.Unlock()
-			return err
+			return nil, "", err
 		}
 	}
 	s.seq++
@@ -183,12 +269,18 @@ func (s *Session) runOwn(ctx context.Context, line string) error {
 	s.job = j
 	s.ioMu.Unlock()
 	s.state = StateBusy
-	full := s.dialect.seqVar(s.nonce) + strconv.FormatInt(j.seq, 10) + "; " + line + "\n"
+	seq := strconv.FormatInt(j.seq, 10)
+	full := s.dialect.seqVar(s.nonce) + seq + "; " + line + "\n"
 	s.mu.Unlock()
 	s.log.Trace().Str("line", full).Msg("send own line")
 	if _, err := s.cmdW.Write([]byte(full)); err != nil {
 		s.log.Debug().Err(err).Msg("write own line")
 	}
+	return j, seq, nil
+}
+
+// waitOwn is runOwn's second half: it waits for the line's prompt record.
+func (s *Session) waitOwn(ctx context.Context, j *Line) error {
 	t := time.NewTimer(stateTimeout)
 	defer t.Stop()
 	select {
@@ -221,8 +313,9 @@ type stateShell interface {
 	reader(nonce, out, aux string, defined bool) string
 	// line is the line that sources file with aliases off.
 	line(nonce, file, errFile string, keepAliases bool) string
-	// parse turns the shell's output into a state.
-	parse(out []byte, nonce string) (*ShellState, error)
+	// parse turns the shell's output into a state; end is the sequence
+	// number of the line that wrote it, which follows its end mark.
+	parse(out []byte, nonce, end string) (*ShellState, error)
 	// writer is the file that applies st to a new shell; base is the
 	// environment the shell started with.
 	writer(st *ShellState, base map[string]string, nonce string) string
@@ -244,23 +337,32 @@ func (d dialect) state() stateShell {
 // session running a command answers ErrBusy.
 func (s *Session) State(ctx context.Context) (*ShellState, error) {
 	ss := s.dialect.state()
-	sf, release, err := s.claimState()
+	if bs, ok := ss.(bashState); ok {
+		bs.opts = &s.bashOpts // guarded by the claim, taken next
+		ss = bs
+	}
+	files := []string{stateOut}
+	if s.dialect.name == "bash" {
+		files = append(files, stateTraps)
+	}
+	sf, release, err := s.claimState(files...)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if err := s.prepare(sf, ss.reader(s.nonce, sf.path("out"), sf.path("aux"), s.readerDefined)); err != nil {
+	if err := s.prepare(sf, ss.reader(s.nonce, sf.path(stateOut), sf.path(stateAux), s.readerDefined)); err != nil {
 		return nil, err
 	}
-	if err := s.runOwn(ctx, ss.line(s.nonce, sf.path("sh"), "/dev/null", true)); err != nil {
-		return nil, err
-	}
-	s.readerDefined = true
-	out, err := sf.read("out")
+	seq, err := s.runOwn(ctx, ss.line(s.nonce, sf.path(stateSh), "/dev/null", true))
 	if err != nil {
 		return nil, err
 	}
-	st, err := ss.parse(out, s.nonce)
+	s.readerDefined = true
+	out, err := sf.read(stateOut)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ss.parse(out, s.nonce, seq)
 	if err != nil {
 		return nil, fmt.Errorf("read the shell's state: %w", err)
 	}
@@ -280,17 +382,21 @@ func (s *Session) State(ctx context.Context) (*ShellState, error) {
 // for sure.
 func (s *Session) bashFunctionsOneByOne(ctx context.Context, bs bashState, st *ShellState) error {
 	sf := s.stateFiles() // State holds the claim
-	if err := s.prepare(sf, bs.functionsReader(s.nonce, sf.path("out"), sf.path("aux"))); err != nil {
+	if err := s.stateFile(sf, stateAux, nil); err != nil {
 		return err
 	}
-	if err := s.runOwn(ctx, bs.line(s.nonce, sf.path("sh"), "/dev/null", true)); err != nil {
+	if err := s.prepare(sf, bs.functionsReader(s.nonce, sf.path(stateOut), sf.path(stateAux))); err != nil {
 		return err
 	}
-	out, err := sf.read("out")
+	seq, err := s.runOwn(ctx, bs.line(s.nonce, sf.path(stateSh), "/dev/null", true))
 	if err != nil {
 		return err
 	}
-	fs, err := bs.parse(out, s.nonce)
+	out, err := sf.read(stateOut)
+	if err != nil {
+		return err
+	}
+	fs, err := bs.parse(out, s.nonce, seq)
 	if err != nil {
 		return fmt.Errorf("read the shell's functions: %w", err)
 	}
@@ -303,11 +409,79 @@ func (s *Session) bashFunctionsOneByOne(ctx context.Context, bs bashState, st *S
 // run yet): trl's own line, nothing visible. An error means the state
 // could not be applied (the caller closes the session).
 func (s *Session) ApplyState(ctx context.Context, st *ShellState) error {
-	if err := CheckState(st); err != nil {
+	script, err := s.prepareApply(st)
+	if err != nil {
 		return err
 	}
+	return s.runApply(ctx, script)
+}
+
+// startWithState waits for a shell launchSession started and applies
+// cfg's state, if it has one. The state (a fork's is read from its source
+// meanwhile) and the files that apply it are made while the shell starts
+// (making a file on ext4 here costs 0.1-0.6 ms), and the line that
+// applies it is sent then too: the shell reads it once its start-up is
+// done, without waiting for the daemon to see its first prompt. On
+// failure the session is closed.
+func (s *Session) startWithState(cfg Config, opts Options) error {
+	if cfg.State == nil && cfg.StateFrom == nil {
+		return s.awaitStart(opts)
+	}
+	// The files first: a fork's state may still be being read.
+	_, release, err := s.claimState(stateErr, stateSh)
+	if err == nil {
+		release()
+		st := cfg.State
+		if cfg.StateFrom != nil {
+			st, err = cfg.StateFrom()
+		}
+		var script string
+		if err == nil {
+			script, err = s.prepareApply(st)
+		}
+		if err == nil {
+			err = s.applyAfterStart(opts, script)
+		}
+	}
+	if err != nil {
+		s.Close()
+	}
+	return err
+}
+
+// applyAfterStart sends the line that sources script (written by
+// prepareApply) and waits for the start and for the line.
+func (s *Session) applyAfterStart(opts Options, script string) error {
+	ss := s.dialect.state()
+	sf, release, err := s.claimState(stateErr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := s.prepare(sf, script); err != nil {
+		return err
+	}
+	j, _, err := s.sendOwn(ss.line(s.nonce, sf.path(stateSh), sf.path(stateErr), false))
+	if err != nil {
+		return err
+	}
+	if err := s.awaitStart(opts); err != nil {
+		return err
+	}
+	if err := s.waitOwn(context.Background(), j); err != nil {
+		return err
+	}
+	return s.applyErrors(sf)
+}
+
+// prepareApply checks st and writes the file that applies it; it needs
+// the shell launched, not yet started.
+func (s *Session) prepareApply(st *ShellState) (string, error) {
+	if err := CheckState(st); err != nil {
+		return "", err
+	}
 	if st.Shell != s.dialect.name {
-		return errorf(ErrInvalid, "state is of a %s session and cannot be applied to %s (a %s shell)", st.Shell, s.cfg.Shell, s.dialect.name)
+		return "", errorf(ErrInvalid, "state is of a %s session and cannot be applied to %s (a %s shell)", st.Shell, s.cfg.Shell, s.dialect.name)
 	}
 	ss := s.dialect.state()
 	base := map[string]string{}
@@ -319,18 +493,40 @@ func (s *Session) ApplyState(ctx context.Context, st *ShellState) error {
 	if s.lease != nil {
 		apply.rehome(s.lease.home)
 	}
-	sf, release, err := s.claimState()
+	script := ss.writer(&apply, base, s.nonce)
+	sf, release, err := s.claimState(stateErr)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	if err := s.prepare(sf, script); err != nil {
+		return "", err
+	}
+	return script, nil
+}
+
+// runApply runs the file prepareApply wrote (writing it again if
+// something else was written meanwhile).
+func (s *Session) runApply(ctx context.Context, script string) error {
+	ss := s.dialect.state()
+	sf, release, err := s.claimState(stateErr)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := s.prepare(sf, ss.writer(&apply, base, s.nonce)); err != nil {
+	if err := s.prepare(sf, script); err != nil {
 		return err
 	}
-	if err := s.runOwn(ctx, ss.line(s.nonce, sf.path("sh"), sf.path("err"), false)); err != nil {
+	if _, err := s.runOwn(ctx, ss.line(s.nonce, sf.path(stateSh), sf.path(stateErr), false)); err != nil {
 		return err
 	}
-	msg, err := sf.read("err")
+	return s.applyErrors(sf)
+}
+
+// applyErrors fails with what the line that applied a state wrote on
+// stderr, if anything.
+func (s *Session) applyErrors(sf stateFiles) error {
+	msg, err := sf.read(stateErr)
 	if err != nil {
 		return err
 	}
@@ -367,6 +563,19 @@ func (st *ShellState) rehome(home string) {
 		dirs[i] = move(d)
 	}
 	st.Dirs = dirs
+}
+
+// has reports whether the state holds a variable of that name.
+func (st *ShellState) has(name string) bool {
+	if _, ok := st.Env[name]; ok {
+		return true
+	}
+	for _, v := range st.Vars {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func maps(m map[string]string) map[string]string {
@@ -667,6 +876,19 @@ func (f *fields) count() int {
 }
 
 func (f *fields) done() bool { return len(f.b) == 0 || f.err != nil }
+
+// end reads the field after the end mark: the sequence number of the
+// line that wrote the state, which must be want (see stateFiles).
+func (f *fields) end(want string) error {
+	got := f.next()
+	if f.err != nil {
+		return f.err
+	}
+	if got != want {
+		return fmt.Errorf("the state's end mark is line %q's, not this read's (%q): the reader did not finish", clipText(got, 40), want)
+	}
+	return nil
+}
 
 // sortedKeys returns m's keys in order.
 func sortedKeys[V any](m map[string]V) []string {

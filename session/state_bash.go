@@ -11,9 +11,23 @@ import (
 // variables from one `declare -p` (bash's own quoting, parsed by
 // parseDeclare: one builtin call is far cheaper than a loop over the
 // variables), functions from one `declare -f` (see splitFunctions), aliases from
-// BASH_ALIASES, the stack from DIRSTACK; values written with printf
-// '%s\0'.
-type bashState struct{}
+// BASH_ALIASES, the stack from DIRSTACK, options from SHELLOPTS and
+// BASHOPTS (see bashOptionNames); values written with printf '%s\0'.
+type bashState struct {
+	// opts, when set, holds the names of the session's options and is
+	// filled by the first reading that lists them.
+	opts *bashOptionNames
+}
+
+// bashOptionNames are the names of a bash's `set -o` and `shopt`
+// options, listed once: a later reading prints only SHELLOPTS and
+// BASHOPTS, the names of those that are on (bash keeps both exactly as
+// `set -o` and `shopt` report), one line instead of eighty. bash's
+// output to a file is line-buffered, so every line is a write(2), and
+// the lines a reader prints are most of its cost.
+type bashOptionNames struct {
+	set, shopt []string
+}
 
 // bashReader is the reader file; TRL_ stands for trl's nonce-named
 // prefix, OUT, FN and TRAPS for the files' quoted paths. The reader writes
@@ -21,15 +35,20 @@ type bashState struct{}
 // redirection per command costs more than the command), so the DEBUG,
 // RETURN and ERR traps, whose output would land in it, are taken away
 // while it runs and put back after from `trap -p`. It reads the options
-// first, then saves them (local -) and turns off those that would change
-// its own working (errexit, nounset, xtrace; nocasematch by hand).
+// first (every option with its value when called with an argument, else
+// those that are on), then saves them (local -) and turns off those that
+// would change its own working (errexit, nounset, xtrace; nocasematch by
+// hand).
 const bashReader = `TRL_s() {
 \builtin local TRL_k TRL_l TRL_c=0
-\builtin printf 'X\0%s\0o\0' "${TRL_x-1}"
+\builtin printf 'X\0%s\0O\0%s\0S\0%s\0' "${TRL_x-1}" "$SHELLOPTS" "$BASHOPTS"
+if [[ -n ${1-} ]]; then
+\builtin printf 'o\0'
 \builtin set -o
 \builtin printf '\0s\0'
 \builtin shopt
 \builtin printf '\0'
+fi
 if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null; fi
 \builtin local -
 \builtin set +euvx +o pipefail
@@ -39,8 +58,7 @@ if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/nul
 \builtin umask
 \builtin printf '\0p\0'
 \builtin declare -p
-\builtin printf '\0'
-\builtin printf 'F\0'
+\builtin printf '\0F\0'
 \builtin declare -F
 \builtin printf '\0B\0'
 \builtin declare -f
@@ -54,7 +72,7 @@ TRL_l=
 \builtin read -r -d '' TRL_l <TRAPS || \builtin true
 \builtin printf 't\0%s\0j\0' "$TRL_l"
 \builtin jobs
-\builtin printf '\0E\0'
+\builtin printf '\0E\0%s\0' "$TRL_n"
 if (( TRL_c )); then \builtin shopt -s nocasematch; fi
 }
 \builtin readonly -f TRL_s
@@ -63,7 +81,7 @@ if (( TRL_c )); then \builtin shopt -s nocasematch; fi
 // bashReaderCall calls the reader with the DEBUG, RETURN and ERR traps
 // set aside, and puts them back from the listing the line made.
 const bashReaderCall = `\builtin trap - DEBUG RETURN ERR
-TRL_s >|OUT || \builtin true
+TRL_s ALL 1<>OUT || \builtin true
 TRL_t=
 \builtin read -r -d '' TRL_t <TRAPS || \builtin true
 \builtin eval "$TRL_t"
@@ -87,9 +105,9 @@ for TRL_l in "${TRL_f[@]}"; do
   \builtin declare -f -- "$TRL_k"
   \builtin printf '\0'
 done
-\builtin printf 'E\0'
+\builtin printf 'E\0%s\0' "$TRL_n"
 }
-TRL_g >|OUT || \builtin true
+TRL_g 1<>OUT || \builtin true
 \builtin unset -f TRL_g
 TRL_t=
 \builtin read -r -d '' TRL_t <TRAPS || \builtin true
@@ -169,8 +187,12 @@ func splitFunctions(list, all string) (map[string]string, []string, error) {
 // reader defines the reader function on the first call, parsed once
 // with aliases off and made read-only like trl's other functions (its
 // definition costs more than a run), and calls it.
-func (bashState) reader(nonce, out, aux string, defined bool) string {
-	r := strings.NewReplacer("TRL_", trlName(nonce, ""), "OUT", quote(out), "FN", quote(aux), "TRAPS", quote(aux+".traps"))
+func (b bashState) reader(nonce, out, aux string, defined bool) string {
+	all := "1" // list every option with its value
+	if b.opts != nil && b.opts.set != nil {
+		all = ""
+	}
+	r := strings.NewReplacer("TRL_", trlName(nonce, ""), "OUT", quote(out), "FN", quote(aux), "TRAPS", quote(aux+".traps"), " ALL ", " "+all+" ")
 	if defined {
 		return r.Replace(bashReaderCall)
 	}
@@ -225,7 +247,14 @@ var bashReservedOptions = map[string]bool{
 
 func (bashState) reservedOption(name string) bool { return bashReservedOptions[name] }
 
-func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
+// carriedOption reports whether a state carries a bash option: not
+// trl's, not expand_aliases (read before trl's line turned it off), and
+// not compatNN (views of BASH_COMPAT, carried as a variable).
+func carriedOption(name string) bool {
+	return !bashReservedOptions[name] && name != "expand_aliases" && !strings.HasPrefix(name, "compat")
+}
+
+func (b bashState) parse(out []byte, nonce, end string) (*ShellState, error) {
 	st := &ShellState{Env: map[string]string{}, Functions: map[string]string{}, Aliases: map[string]string{}, Options: map[string]bool{}}
 	f := &fields{b: out}
 	own := func(name string) bool {
@@ -233,17 +262,30 @@ func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
 	}
 	readonly := map[string]bool{}
 	var list string
+	var listed bashOptionNames
+	var onSet, onShopt *string
 	for !f.done() {
 		switch tag := f.next(); tag {
 		case "X":
 			st.Options["expand_aliases"] = f.next() == "1"
 		case "o", "s":
-			for name, on := range optionLines(f.next()) {
-				// compatNN are views of BASH_COMPAT, carried as a variable.
-				if !bashReservedOptions[name] && name != "expand_aliases" && !strings.HasPrefix(name, "compat") {
-					st.Options[name] = on
+			names := optionLines(f.next())
+			for _, o := range names {
+				if carriedOption(o.name) {
+					st.Options[o.name] = o.on
 				}
 			}
+			if tag == "o" {
+				listed.set = optionNames(names)
+			} else {
+				listed.shopt = optionNames(names)
+			}
+		case "O":
+			v := f.next()
+			onSet = &v
+		case "S":
+			v := f.next()
+			onShopt = &v
 		case "C":
 			st.Cwd = f.next()
 		case "U":
@@ -253,6 +295,7 @@ func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
 			if err != nil {
 				return nil, err
 			}
+			st.Vars = make([]Var, 0, len(decls))
 			for _, d := range decls {
 				if !d.set || own(d.name) {
 					continue
@@ -333,6 +376,38 @@ func (bashState) parse(out []byte, nonce string) (*ShellState, error) {
 		case "j":
 			st.NotCarried = append(st.NotCarried, jobsNotCarried(f.next())...)
 		case "E":
+			if err := f.end(end); err != nil {
+				return nil, err
+			}
+			if _, read := st.Options["expand_aliases"]; !read && onSet == nil && onShopt == nil && listed.set == nil && listed.shopt == nil {
+				// The functions read one by one: no options.
+				st.Readonly = sortedKeys(readonly)
+				return st, nil
+			}
+			if onSet == nil || onShopt == nil {
+				return nil, fmt.Errorf("bash's state does not say which options are on")
+			}
+			st.bashOpts = &[2]string{*onSet, *onShopt}
+			switch {
+			case listed.set == nil && (b.opts == nil || b.opts.set == nil):
+				return nil, fmt.Errorf("bash's state names the options that are on, and their names are not known")
+			case listed.set == nil:
+				on := map[string]bool{}
+				for _, list := range []string{*onSet, *onShopt} {
+					for _, name := range strings.Split(list, ":") {
+						on[name] = true
+					}
+				}
+				for _, names := range [][]string{b.opts.set, b.opts.shopt} {
+					for _, name := range names {
+						if carriedOption(name) {
+							st.Options[name] = on[name]
+						}
+					}
+				}
+			case b.opts != nil && listed.set != nil && listed.shopt != nil:
+				*b.opts = listed
+			}
 			st.Readonly = sortedKeys(readonly)
 			return st, nil
 		default:
@@ -366,37 +441,115 @@ func bashAttrs(attrs, name string, readonly map[string]bool) string {
 	return string(keep)
 }
 
+type optionLine struct {
+	name string
+	on   bool
+}
+
 // optionLines parses `set -o` and `shopt` listings: "name<spaces>on".
-func optionLines(text string) map[string]bool {
-	out := map[string]bool{}
+func optionLines(text string) []optionLine {
+	var out []optionLine
 	for _, l := range strings.Split(text, "\n") {
 		fs := strings.Fields(l)
 		if len(fs) == 2 && (fs[1] == "on" || fs[1] == "off") {
-			out[fs[0]] = fs[1] == "on"
+			out = append(out, optionLine{fs[0], fs[1] == "on"})
 		}
 	}
 	return out
 }
 
+func optionNames(lines []optionLine) []string {
+	out := make([]string, len(lines))
+	for i, o := range lines {
+		out[i] = o.name
+	}
+	return out
+}
+
+// writer makes the file that applies st. bash parses and runs a sourced
+// file one command at a time, and each command costs more than the work
+// it does here, so what can be one command is: the unsets, the exports,
+// the scalar assignments (values are quoted literals, assigned left to
+// right, and nothing is expanded), the attribute declarations, the
+// aliases and the options. Attributes come after every value (a -u or -i
+// set first would change the value assigned), readonly after them all,
+// and errexit, nounset, verbose and xtrace last of all, in the file's last
+// command (they would change how the rest of it runs).
 func (bashState) writer(st *ShellState, base map[string]string, _ string) string {
 	var b strings.Builder
+	size := 4096
+	for _, v := range st.Vars {
+		size += len(v.Name) + len(v.Value) + 4
+	}
+	for _, f := range st.Functions {
+		size += len(f) + 1
+	}
+	b.Grow(size)
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...); b.WriteByte('\n') }
+	// words writes one command of a fixed head and the given words, if
+	// there are any.
+	words := func(head string, ws []string) {
+		if len(ws) == 0 {
+			return
+		}
+		b.WriteString(head)
+		for _, x := range ws {
+			b.WriteByte(' ')
+			b.WriteString(x)
+		}
+		b.WriteByte('\n')
+	}
 	w(`if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null; fi`)
 	if st.Cwd != "" {
 		w(`\builtin cd -- %s`, quote(st.Cwd))
 	}
+	var unset []string
 	for _, k := range sortedKeys(base) {
 		if _, ok := st.Env[k]; !ok && !notStateVars[k] && !bashOwnVars[k] && !shellState[k] && !startupOnly[k] && !strings.HasPrefix(k, "TRL_") && !reservedName(k) {
-			w(`\builtin unset -v %s`, k)
+			unset = append(unset, k)
 		}
-	}
-	for _, k := range sortedKeys(st.Env) {
-		w(`%s=%s; \builtin export %s`, k, quote(st.Env[k]), k)
 	}
 	for _, v := range st.Vars {
 		if _, ok := base[v.Name]; ok {
-			w(`\builtin unset -v %s`, v.Name)
+			unset = append(unset, v.Name)
 		}
+	}
+	if _, ok := base["OLDPWD"]; !ok && st.Cwd != "" && !st.has("OLDPWD") {
+		unset = append(unset, "OLDPWD") // cd set it; the state has none
+	}
+	words(`\builtin unset -v`, unset)
+	// assign writes name='value', after sep.
+	assign := func(sep byte, name, value string) {
+		b.WriteByte(sep)
+		b.WriteString(name)
+		b.WriteByte('=')
+		writeQuoted(&b, value)
+	}
+	if len(st.Env) > 0 {
+		b.WriteString(`\builtin export`)
+		for _, k := range sortedKeys(st.Env) {
+			assign(' ', k, st.Env[k])
+		}
+		b.WriteByte('\n')
+	}
+	sep := byte(0)
+	for _, v := range st.Vars {
+		if v.Kind != "nameref" && v.Kind != "assoc" && v.Kind != "array" {
+			if sep == 0 {
+				b.WriteString(v.Name)
+				b.WriteByte('=')
+				writeQuoted(&b, v.Value)
+				sep = ' '
+				continue
+			}
+			assign(sep, v.Name, v.Value)
+		}
+	}
+	if sep != 0 {
+		b.WriteByte('\n')
+	}
+	attrs := map[string][]string{}
+	for _, v := range st.Vars {
 		switch v.Kind {
 		case "nameref":
 			w(`\builtin declare -n %s=%s`, v.Name, quote(v.Value))
@@ -416,16 +569,15 @@ func (bashState) writer(st *ShellState, base map[string]string, _ string) string
 				}
 			}
 			w(`%s=(%s)`, v.Name, strings.Join(items, " "))
-		default:
-			w(`%s=%s`, v.Name, quote(v.Value))
 		}
 		if v.Attrs != "" {
-			w(`\builtin declare -%s %s`, v.Attrs, v.Name)
+			attrs[v.Attrs] = append(attrs[v.Attrs], v.Name)
 		}
 	}
-	if len(st.Readonly) > 0 {
-		w(`\builtin readonly %s`, strings.Join(st.Readonly, " "))
+	for _, a := range sortedKeys(attrs) {
+		words(`\builtin declare -`+a, attrs[a])
 	}
+	words(`\builtin readonly`, st.Readonly)
 	for i := len(st.Dirs) - 1; i >= 0; i-- {
 		w(`\builtin pushd -n -- %s >/dev/null`, quote(st.Dirs[i]))
 	}
@@ -435,47 +587,52 @@ func (bashState) writer(st *ShellState, base map[string]string, _ string) string
 	// Definitions as bash printed them: parsed here with aliases off, as
 	// eval would, without eval's cost.
 	for _, name := range sortedKeys(st.Functions) {
-		w(`%s`, st.Functions[name])
+		b.WriteString(st.Functions[name])
+		b.WriteByte('\n')
 	}
+	var aliases []string
 	for _, name := range sortedKeys(st.Aliases) {
-		w(`\builtin alias -- %s`, quote(name+"="+st.Aliases[name]))
+		aliases = append(aliases, quote(name+"="+st.Aliases[name]))
 	}
-	var set, shopt []string
+	words(`\builtin alias --`, aliases)
+	var set, on, off []string
 	last := map[string]bool{"errexit": true, "nounset": true, "verbose": true, "xtrace": true}
 	for _, name := range sortedKeys(st.Options) {
-		if bashSetOptions[name] {
+		switch {
+		case bashSetOptions[name]:
 			if !last[name] {
 				set = append(set, flag(st.Options[name])+"o "+name)
 			}
-		} else if name != "expand_aliases" {
-			shopt = append(shopt, name)
-		}
-	}
-	var on, off []string
-	for _, name := range shopt {
-		if st.Options[name] {
+		case name == "expand_aliases":
+		case st.Options[name]:
 			on = append(on, name)
-		} else {
+		default:
 			off = append(off, name)
 		}
 	}
-	if len(on) > 0 {
-		w(`\builtin shopt -s %s`, strings.Join(on, " "))
+	// A state read in this daemon says what SHELLOPTS and BASHOPTS were
+	// (with expand_aliases off, as it is here too): when the new shell's
+	// are the same, every option but the last four already has its value
+	// and setting them would change nothing, so they are not set.
+	if st.bashOpts != nil {
+		w(`if [[ $SHELLOPTS != %s || $BASHOPTS != %s ]]; then`, quote(st.bashOpts[0]), quote(st.bashOpts[1]))
 	}
-	if len(off) > 0 {
-		w(`\builtin shopt -u %s`, strings.Join(off, " "))
+	words(`\builtin shopt -s`, on)
+	words(`\builtin shopt -u`, off)
+	words(`\builtin set`, set)
+	if st.bashOpts != nil {
+		w(`fi`)
 	}
-	if on, ok := st.Options["expand_aliases"]; !ok || on {
+	if x, ok := st.Options["expand_aliases"]; !ok || x {
 		w(`\builtin shopt -s expand_aliases`)
 	}
-	if len(set) > 0 {
-		w(`\builtin set %s`, strings.Join(set, " "))
-	}
+	set = set[:0]
 	for _, name := range []string{"nounset", "errexit", "verbose", "xtrace"} {
-		if on, ok := st.Options[name]; ok {
-			w(`\builtin set %so %s`, flag(on), name)
+		if x, ok := st.Options[name]; ok {
+			set = append(set, flag(x)+"o "+name)
 		}
 	}
+	words(`\builtin set`, set)
 	return b.String()
 }
 

@@ -28,13 +28,13 @@ set +o >&7
 trap >&7
 \command printf '\0j\0' >&7
 \command jobs >&7
-\command printf '\0E\0' >&7
+\command printf '\0E\0%s\0' "$TRL_n" >&7
 `
 
 func (shState) reader(nonce, out, aux string, _ bool) string {
 	// fd 7 is the state file for the group only: a user's own fd 7 is
 	// the same again afterwards.
-	return "{\n" + shReader + "} 7>|" + quote(out) + "\n"
+	return "{\n" + strings.ReplaceAll(shReader, "TRL_", trlName(nonce, "")) + "} 7<>" + quote(out) + "\n"
 }
 
 // line sources file. dash does not expand aliases on reserved words, and
@@ -53,7 +53,7 @@ func (shState) reservedOption(name string) bool { return shReservedOptions[name]
 // shNotCarried is said of every dash state.
 var shNotCarried = NotCarried{What: "function", Detail: "dash cannot print its functions: any defined in the session are not carried"}
 
-func (shState) parse(out []byte, nonce string) (*ShellState, error) {
+func (shState) parse(out []byte, nonce, end string) (*ShellState, error) {
 	st := &ShellState{Env: map[string]string{}, Functions: map[string]string{}, Aliases: map[string]string{}, Options: map[string]bool{}}
 	f := &fields{b: out}
 	vals := map[string]string{}
@@ -106,6 +106,9 @@ func (shState) parse(out []byte, nonce string) (*ShellState, error) {
 		case "j":
 			st.NotCarried = append(st.NotCarried, jobsNotCarried(f.next())...)
 		case "E":
+			if err := f.end(end); err != nil {
+				return nil, err
+			}
 			for name, v := range vals {
 				if own(name) {
 					continue
@@ -143,6 +146,9 @@ func (shState) writer(st *ShellState, base map[string]string, nonce string) stri
 		if _, ok := st.Env[name]; !ok && !notStateVars[name] && !shellState[name] && !startupOnly[name] && !strings.HasPrefix(name, "TRL_") && !reservedName(name) {
 			w(`unset %s`, name)
 		}
+	}
+	if _, ok := base["OLDPWD"]; !ok && st.Cwd != "" && !st.has("OLDPWD") {
+		w(`unset OLDPWD`) // cd set it; the state has none
 	}
 	for _, name := range sortedKeys(st.Env) {
 		w(`%s=%s; export %s`, name, quote(st.Env[name]), name)

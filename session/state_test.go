@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -574,5 +575,127 @@ func TestStateUmask777(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "0777", again.Umask)
 		})
+	}
+}
+
+// TestStateForkOfFreshSession: a session that never changed directory
+// has no OLDPWD; its fork (which trl moves to the source's directory with
+// cd, which sets OLDPWD) reads back equal all the same.
+func TestStateForkOfFreshSession(t *testing.T) {
+	for _, shell := range stateShells(t) {
+		t.Run(filepath.Base(shell), func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t)
+			src, err := m.Create(Config{Shell: shell, WorkingDir: t.TempDir()})
+			require.NoError(t, err)
+			st, err := src.State(context.Background())
+			require.NoError(t, err)
+			fork, err := m.Create(Config{Shell: shell, State: st})
+			require.NoError(t, err)
+			got, err := fork.State(context.Background())
+			require.NoError(t, err)
+			assertSameState(t, st, got)
+		})
+	}
+}
+
+// TestStateShrinks: the shell writes a state over the last one in place;
+// a smaller state read after a bigger one holds nothing of the bigger
+// one's tail, and reads after it agree.
+func TestStateShrinks(t *testing.T) {
+	for _, shell := range stateShells(t) {
+		t.Run(filepath.Base(shell), func(t *testing.T) {
+			t.Parallel()
+			s, err := newManager(t).Create(Config{Shell: shell})
+			require.NoError(t, err)
+			var set, unset strings.Builder
+			for i := range 100 {
+				fmt.Fprintf(&set, "big_%d='%s'; ", i, strings.Repeat("x", 200))
+				fmt.Fprintf(&unset, "big_%d ", i)
+			}
+			_, _, st := run2(t, s, set.String()+"true")
+			require.Equal(t, 0, st.ExitCode)
+			big, err := s.State(context.Background())
+			require.NoError(t, err)
+			_, _, st = run2(t, s, "unset "+unset.String()+"; small=1")
+			require.Equal(t, 0, st.ExitCode)
+			small, err := s.State(context.Background())
+			require.NoError(t, err)
+			names := func(st *ShellState) (out []string) {
+				for _, v := range st.Vars {
+					out = append(out, v.Name)
+				}
+				return out
+			}
+			assert.Contains(t, names(big), "big_99")
+			assert.NotContains(t, names(small), "big_99")
+			assert.Contains(t, names(small), "small")
+			assert.Equal(t, len(big.Vars)-100+1, len(small.Vars))
+			again, err := s.State(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, small, again)
+		})
+	}
+}
+
+// TestStateEndMark: a state file whose end mark is another line's (a
+// reader that stopped half way over an older, longer state) is refused.
+func TestStateEndMark(t *testing.T) {
+	for name, c := range map[string]struct {
+		ss   stateShell
+		body string
+	}{
+		"bash": {bashState{opts: &bashOptionNames{set: []string{"errexit"}, shopt: []string{"extglob"}}}, "X\x001\x00O\x00errexit\x00S\x00\x00C\x00/tmp\x00U\x000022\n\x00d\x001\x00/tmp\x00t\x00\x00j\x00\x00E\x00"},
+		"zsh":  {zshState{}, "X\x00on\x00o\x000\x00C\x00/tmp\x00U\x00022\n\x00D\x000\x00t\x00\x00j\x00\x00E\x00"},
+		"sh":   {shState{}, "C\x00/tmp\x00U\x000022\n\x00t\x00\x00j\x00\x00E\x00"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st, err := c.ss.parse([]byte(c.body+"7\x00stale tail of an older state"), "0123456789abcdef", "7")
+			require.NoError(t, err)
+			assert.Equal(t, "/tmp", st.Cwd)
+			_, err = c.ss.parse([]byte(c.body+"6\x00"), "0123456789abcdef", "7")
+			assert.ErrorContains(t, err, "end mark")
+		})
+	}
+}
+
+// TestStateBashOptionsAfterFirstRead: after the first reading (which
+// lists every option) bash's options are read from SHELLOPTS and
+// BASHOPTS; changes made since are read exactly, as the shell's own
+// listing has them.
+func TestStateBashOptionsAfterFirstRead(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	s, err := newManager(t).Create(Config{Shell: bash})
+	require.NoError(t, err)
+	listed := func() map[string]bool {
+		out, _, st := run2(t, s, `set -o; shopt`)
+		require.Equal(t, 0, st.ExitCode)
+		want := map[string]bool{}
+		for _, o := range optionLines(out) {
+			if carriedOption(o.name) {
+				want[o.name] = o.on
+			}
+		}
+		out, _, _ = run2(t, s, `shopt -q expand_aliases && echo on || echo off`)
+		want["expand_aliases"] = strings.TrimSpace(out) == "on"
+		return want
+	}
+	first, err := s.State(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, listed(), first.Options)
+	require.NotNil(t, s.bashOpts.set, "the first reading lists the options' names")
+	for _, change := range []string{
+		`set -o pipefail -o noclobber +o hashall; shopt -s extglob nullglob dotglob; shopt -u checkwinsize`,
+		`set +o pipefail; shopt -u extglob; shopt -s expand_aliases`,
+		`shopt -u expand_aliases`,
+	} {
+		_, _, st := run2(t, s, change)
+		require.Equal(t, 0, st.ExitCode, change)
+		got, err := s.State(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, listed(), got.Options, change)
 	}
 }

@@ -62,9 +62,9 @@ if (( ${#TRL_n} )); then \builtin printf '%s\0' "${(@)TRL_n//$'\0'/\\0}" >&7; fi
 \builtin trap >&7
 \builtin printf '\0j\0' >&7
 \builtin jobs >&7
-\builtin printf '\0E\0' >&7
+\builtin printf '\0E\0%s\0' "${psvar[1]}" >&7
 }
-TRL_s 7>|OUT || \builtin true
+TRL_s 7<>OUT || \builtin true
 \builtin unfunction TRL_s
 `
 
@@ -106,7 +106,7 @@ func (zshState) reservedOption(name string) bool { return zshReservedOptions[nam
 // zshAttrLetters maps zsh's type words to typeset flags.
 var zshAttrLetters = map[string]byte{"lower": 'l', "upper": 'u', "unique": 'U', "tag": 't', "hide": 'h', "hideval": 'H', "export": 'x'}
 
-func (zshState) parse(out []byte, nonce string) (*ShellState, error) {
+func (zshState) parse(out []byte, nonce, end string) (*ShellState, error) {
 	st := &ShellState{Env: map[string]string{}, Functions: map[string]string{}, Aliases: map[string]string{}, Options: map[string]bool{}}
 	f := &fields{b: out}
 	readonly := map[string]bool{}
@@ -214,6 +214,9 @@ func (zshState) parse(out []byte, nonce string) (*ShellState, error) {
 		case "j":
 			st.NotCarried = append(st.NotCarried, jobsNotCarried(f.next())...)
 		case "E":
+			if err := f.end(end); err != nil {
+				return nil, err
+			}
 			st.Options["aliases"] = aliasesOn != "off"
 			st.Readonly = sortedKeys(readonly)
 			return st, nil

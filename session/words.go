@@ -89,7 +89,7 @@ type declared struct {
 // only outside quotes.
 func parseDeclare(text string) ([]declared, error) {
 	p := &wordParser{s: text}
-	var out []declared
+	out := make([]declared, 0, strings.Count(text, "\ndeclare -")+1)
 	for {
 		p.skip(" \t\n")
 		if p.i >= len(p.s) {
@@ -167,14 +167,28 @@ func (p *wordParser) skip(set string) {
 
 func (p *wordParser) until(stop string) string {
 	j := p.i
-	for p.i < len(p.s) && strings.IndexByte(stop, p.s[p.i]) < 0 {
-		p.i++
+	k := strings.IndexAny(p.s[j:], stop)
+	if k < 0 {
+		k = len(p.s) - j
 	}
+	p.i = j + k
 	return p.s[j:p.i]
 }
 
 // word reads one shell word up to an unquoted byte of stop.
 func (p *wordParser) word(stop string) (string, error) {
+	// Most values are one double-quoted string without a backslash: that
+	// is a piece of the text as it is, no copy needed.
+	if p.i < len(p.s) && p.s[p.i] == '"' {
+		if j := strings.IndexAny(p.s[p.i+1:], "\"\\"); j >= 0 && p.s[p.i+1+j] == '"' {
+			end := p.i + 1 + j + 1
+			if end == len(p.s) || strings.IndexByte(stop, p.s[end]) >= 0 {
+				v := p.s[p.i+1 : end-1]
+				p.i = end
+				return v, nil
+			}
+		}
+	}
 	var b strings.Builder
 	for p.i < len(p.s) && strings.IndexByte(stop, p.s[p.i]) < 0 {
 		switch c := p.s[p.i]; {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,8 +27,13 @@ type Files struct {
 	HTTPRate      float64 `json:"http_download_bytes_per_s,omitempty"`
 	DiskRate      float64 `json:"disk_read_bytes_per_s,omitempty"`
 	HTTPOverDisk  float64 `json:"http_over_disk,omitempty"`
-	HTTPSkipped   string  `json:"http_skipped,omitempty"`
-	Error         string  `json:"error,omitempty"`
+	// TCPRate is the floor under HTTPRate: this process sending the file
+	// to itself over loopback TCP with sendfile(2) and reading it with the
+	// same buffer, no HTTP and no daemon.
+	TCPRate     float64 `json:"loopback_tcp_bytes_per_s,omitempty"`
+	HTTPOverTCP float64 `json:"http_over_loopback_tcp,omitempty"`
+	HTTPSkipped string  `json:"http_skipped,omitempty"`
+	Error       string  `json:"error,omitempty"`
 }
 
 func (r *runner) files() *Files {
@@ -188,7 +194,72 @@ func (r *runner) download(out *Files, session string) error {
 		return err
 	}
 	out.HTTPOverDisk = out.HTTPRate / out.DiskRate
+	floor, err := loopbackTCP(f.Name(), size, buf)
+	if err != nil {
+		return fmt.Errorf("loopback TCP: %w", err)
+	}
+	defer floor.close()
+	if out.TCPRate, err = best(floor.get); err != nil {
+		return fmt.Errorf("loopback TCP: %w", err)
+	}
+	out.HTTPOverTCP = out.HTTPRate / out.TCPRate
 	return nil
+}
+
+// tcpFloor serves one file over loopback TCP from this process, one
+// connection at a time, as net/http sends a file: io.Copy from the
+// *os.File, which is sendfile(2).
+type tcpFloor struct {
+	ln   net.Listener
+	name string
+	size int64
+	buf  []byte
+	done chan struct{} // closed when the accept loop has ended
+}
+
+func loopbackTCP(name string, size int64, buf []byte) (*tcpFloor, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	t := &tcpFloor{ln: ln, name: name, size: size, buf: buf, done: make(chan struct{})}
+	go t.serve()
+	return t, nil
+}
+
+func (t *tcpFloor) serve() {
+	defer close(t.done)
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		if f, err := os.Open(t.name); err == nil {
+			_, _ = io.Copy(c, f)
+			f.Close()
+		}
+		c.Close()
+	}
+}
+
+// get reads the whole file once over a new connection.
+func (t *tcpFloor) get() (time.Duration, error) {
+	start := time.Now()
+	c, err := net.Dial("tcp", t.ln.Addr().String())
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	n, err := io.CopyBuffer(io.Discard, onlyReader{c}, t.buf)
+	if err == nil && n != t.size {
+		err = fmt.Errorf("got %d bytes of %d", n, t.size)
+	}
+	return time.Since(start), err
+}
+
+func (t *tcpFloor) close() {
+	t.ln.Close()
+	<-t.done
 }
 
 // rawCall sends a request in the TRL dialect and returns its answer's
@@ -244,5 +315,9 @@ func filesTable(w io.Writer, f *Files) {
 	if f.HTTPRate > 0 {
 		fmt.Fprintf(w, "  GET /files of %s vs reading it in this process\t%s/s\t%s/s\t%.2f×\t\t\n",
 			fmtBytes(f.DownloadBytes), fmtBytes(int64(f.HTTPRate)), fmtBytes(int64(f.DiskRate)), f.HTTPOverDisk)
+	}
+	if f.TCPRate > 0 {
+		fmt.Fprintf(w, "  GET /files vs this process sending it to itself over loopback TCP (sendfile)\t%s/s\t%s/s\t%.2f×\t\t\n",
+			fmtBytes(int64(f.HTTPRate)), fmtBytes(int64(f.TCPRate)), f.HTTPOverTCP)
 	}
 }
