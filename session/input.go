@@ -32,6 +32,7 @@ func (s *Session) writeInput(p []byte, secret bool) error {
 	if err := s.ptm.SetWriteDeadline(time.Now().Add(inputTimeout)); err != nil {
 		return fmt.Errorf("write input to the terminal: %w", err)
 	}
+	s.wroteInput.Store(true)
 	if _, err := s.ptm.Write(p); err != nil {
 		return fmt.Errorf("write input to the terminal (the program reads none, or its input queue is full): %w", err)
 	}

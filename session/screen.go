@@ -25,6 +25,7 @@ func (s *Session) reply(p []byte) {
 	if s.ptmRaw == nil {
 		return
 	}
+	s.wroteInput.Store(true)
 	_ = s.ptmRaw.Control(func(fd uintptr) {
 		if _, err := unix.Write(int(fd), p); err != nil {
 			s.log.Debug().Err(err).Msg("terminal answer not written")

@@ -69,7 +69,10 @@ type Session struct {
 	v1            *v1Groups // the session's cgroup v1 groups, when its limits are set there
 	lim           limiter   // where its limits are set and its usage read: cg, v1 or nil
 	enterErr      error     // the shell could not be moved into v1 (launch)
-	tree          tree
+	// wroteInput is set when trl writes the terminal's input (typed
+	// input, a reply to a query) and cleared by restoreTerminal.
+	wroteInput atomic.Bool
+	tree       tree
 	// status delivers the shell's wait status when the process-wide
 	// reaper owns reaping; nil when reap waits itself.
 	status <-chan unix.WaitStatus

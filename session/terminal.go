@@ -94,7 +94,10 @@ func configureTerminal(pts *os.File, rows, cols int) (termModes, error) {
 //     output a program suspended with tcflow(TCOOFF) ("on" alone only
 //     undoes an "off", so the pair works whatever the state;
 //     TestSuspendedOutputRestarted). Otherwise every later command's
-//     output would block in write(2) and the session would hang.
+//     output would block in write(2) and the session would hang. When trl
+//     wrote no input since the last restore, TCFLSH and the "off" are
+//     skipped: the queue is empty, no ^S was typed, and "on" alone
+//     undoes a program's tcflow(TCOOFF).
 //
 // None of these waits for a writer. TCSETSF would flush input too, but it
 // first takes the terminal's write lock, which a process blocked writing
@@ -127,10 +130,17 @@ func (s *Session) restoreTerminal() {
 		err = ioErr
 	}
 	if err == nil {
+		// Only trl writes the terminal's input (writeInput, reply): when
+		// it wrote none since the last restore there is nothing to
+		// discard, and no ^S can have stopped output; a program's
+		// tcflow(TCOOFF) is undone by TCOON alone. That saves two of
+		// these ioctls on most commands.
+		ops := []struct{ req, arg int }{{unix.TCXONC, unix.TCOON}}
+		if s.wroteInput.Swap(false) {
+			ops = []struct{ req, arg int }{{unix.TCFLSH, unix.TCIFLUSH}, {unix.TCXONC, unix.TCOOFF}, {unix.TCXONC, unix.TCOON}}
+		}
 		err = s.ptsRaw.Control(func(fd uintptr) {
-			for _, op := range []struct{ req, arg int }{
-				{unix.TCFLSH, unix.TCIFLUSH}, {unix.TCXONC, unix.TCOOFF}, {unix.TCXONC, unix.TCOON},
-			} {
+			for _, op := range ops {
 				if ioErr = unix.IoctlSetInt(int(fd), uint(op.req), op.arg); ioErr != nil {
 					return
 				}
