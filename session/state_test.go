@@ -428,7 +428,9 @@ func TestStateBashHistory(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
-	s, err := newManager(t).Create(Config{Shell: bash})
+	// HOME of its own: bash loads ~/.bash_history at start, and one that
+	// holds HISTSIZE lines already keeps the count from growing.
+	s, err := newManager(t).Create(Config{Shell: bash, Env: map[string]string{"HOME": t.TempDir()}})
 	require.NoError(t, err)
 	count := func() int {
 		out, _, _ := run2(t, s, `history | wc -l`)
@@ -484,7 +486,7 @@ func TestStateBashFunctionsSplit(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
-	s, err := newManager(t).Create(Config{Shell: bash})
+	s, err := newManager(t).Create(Config{Shell: bash, Env: map[string]string{"HOME": t.TempDir()}}) // see TestStateBashHistory
 	require.NoError(t, err)
 	_, _, st := run2(t, s, "a_f() { cat <<'EOF'\n}\nb_f () \n{ \nEOF\n}\nb_f() { echo b; }")
 	require.Equal(t, 0, st.ExitCode)
