@@ -112,14 +112,18 @@ func (t tree) kill(limit time.Duration) bool {
 	}
 	deadline := time.Now().Add(limit)
 	scanned := false
+	var escaped []int // found by the scan outside the group: waited for too
 	for round := 0; ; round++ {
 		pids := t.members()
+		escaped = alive(escaped)
+		pids = append(pids, escaped...)
 		if len(pids) == 0 && t.cg != nil && !scanned {
 			// The group is empty; one look at every process catches one
 			// that moved itself out of it (a process running as the
 			// daemon's user can write the daemon's cgroup.procs).
 			scanned = true
-			pids = t.scan()
+			escaped = t.scan()
+			pids = escaped
 		}
 		if len(pids) == 0 {
 			return true
@@ -132,6 +136,17 @@ func (t tree) kill(limit time.Duration) bool {
 		}
 		time.Sleep(time.Duration(min(round+1, 20)) * time.Millisecond)
 	}
+}
+
+// alive keeps the pids that are still running (not gone, not zombies).
+func alive(pids []int) []int {
+	out := pids[:0]
+	for _, pid := range pids {
+		if st, ok := readStat(pid); ok && st.state != 'Z' && st.state != 'X' {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // signal sends sig to pid only if pid is still a member of the tree,
