@@ -167,15 +167,21 @@ func newV1Groups(id string, l Limits) (*v1Groups, error) {
 	}
 	g := &v1Groups{dirs: map[string]string{}}
 	name := fmt.Sprintf("trl-%d-%s", os.Getpid(), id)
+	made := map[string]bool{}
 	for _, c := range v1Controllers {
 		base := v1Base(c)
 		if base == "" {
 			continue
 		}
 		dir := filepath.Join(base, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			g.remove()
-			return nil, fmt.Errorf("make the session's %s group: %w", c, err)
+		// Controllers mounted together (cpu,cpuacct on most systemd
+		// hosts) share one hierarchy, so one group.
+		if !made[dir] {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				g.remove()
+				return nil, fmt.Errorf("make the session's %s group: %w", c, err)
+			}
+			made[dir] = true
 		}
 		g.dirs[c] = dir
 	}
@@ -269,10 +275,23 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
+// unique maps each of the groups' directories to one controller in it.
+func (g *v1Groups) unique() map[string]string {
+	out := make(map[string]string, len(g.dirs))
+	seen := map[string]bool{}
+	for c, dir := range g.dirs {
+		if !seen[dir] {
+			seen[dir] = true
+			out[c] = dir
+		}
+	}
+	return out
+}
+
 // enter moves the process pid (the freshly started shell) into every
 // group.
 func (g *v1Groups) enter(pid int) error {
-	for c, dir := range g.dirs {
+	for c, dir := range g.unique() {
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 			return fmt.Errorf("move the shell into its %s group: %w", c, err)
 		}
@@ -330,7 +349,7 @@ func (g *v1Groups) remove() error {
 	}
 	var errs []error
 	deadline := time.Now().Add(time.Second)
-	for c, dir := range g.dirs {
+	for c, dir := range g.unique() {
 		if err := removeBusyGroup(dir, deadline); err != nil {
 			errs = append(errs, fmt.Errorf("remove the session's %s group: %w", c, err))
 		}
@@ -354,11 +373,13 @@ func removeBusyGroup(dir string, deadline time.Time) error {
 // cleaning up, ending what is left in them first.
 func sweepStaleV1Groups() int {
 	removed := 0
+	swept := map[string]bool{}
 	for _, c := range v1Controllers {
 		base := v1Base(c)
-		if base == "" {
+		if base == "" || swept[base] {
 			continue
 		}
+		swept[base] = true
 		for _, dir := range staleGroups(base) {
 			if pids, _ := groupProcs(dir, nil); len(pids) > 0 {
 				for _, pid := range pids {

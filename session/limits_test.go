@@ -184,3 +184,23 @@ while True: b.append(bytearray(1 << 20))"`}, k)
 	assert.GreaterOrEqual(t, u.OOMKills, int64(1))
 	assert.Greater(t, u.PIDs, int64(0))
 }
+
+// TestV1SharedHierarchy: controllers mounted as one v1 hierarchy
+// (cpu,cpuacct on most systemd hosts) get one group, made once, entered
+// once and removed once.
+func TestV1SharedHierarchy(t *testing.T) {
+	v1Base("memory") // the host's bases are found once; replaced for this test
+	saved := v1Bases
+	t.Cleanup(func() { v1Bases = saved })
+	shared, mem := t.TempDir(), t.TempDir()
+	v1Bases = map[string]string{"cpu": shared, "cpuacct": shared, "memory": mem}
+	g, err := newV1Groups("s-shared", Limits{CPU: 1})
+	require.NoError(t, err, "a shared hierarchy's group is made once")
+	assert.Equal(t, g.dirs["cpu"], g.dirs["cpuacct"])
+	assert.Len(t, g.unique(), 2)
+	require.NoError(t, g.remove())
+	for _, dir := range g.dirs {
+		_, err := os.Stat(dir)
+		assert.True(t, os.IsNotExist(err), "%s is left", dir)
+	}
+}
