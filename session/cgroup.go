@@ -66,22 +66,46 @@ func cgroupBase() string {
 
 // cgroup2Mount returns where the cgroup v2 hierarchy is mounted.
 func cgroup2Mount() string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "... mountpoint opts - fstype source superopts"
-		fields := strings.Fields(sc.Text())
-		for i, fld := range fields {
-			if fld == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 {
-				return fields[4]
-			}
+	for _, m := range cgroupMounts() {
+		if m.fstype == "cgroup2" {
+			return m.point
 		}
 	}
 	return ""
+}
+
+// cgroupMount is one cgroup file system mounted in the daemon's mount
+// namespace.
+type cgroupMount struct {
+	point, root string // where it is mounted, and the group mounted there
+	fstype      string // "cgroup2", or "cgroup" for a v1 hierarchy
+	options     []string
+}
+
+// cgroupMounts lists the cgroup mounts in /proc/self/mountinfo, whose
+// lines read "id parent dev root mountpoint opts ... - fstype source
+// superopts".
+func cgroupMounts() []cgroupMount {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []cgroupMount
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		for i, fld := range fields {
+			if fld != "-" || i+3 >= len(fields) || len(fields) < 5 {
+				continue
+			}
+			if t := fields[i+1]; t == "cgroup" || t == "cgroup2" {
+				out = append(out, cgroupMount{point: fields[4], root: fields[3], fstype: t, options: strings.Split(fields[i+3], ",")})
+			}
+			break
+		}
+	}
+	return out
 }
 
 // newCgroup makes the session's group, or returns nil when none can be

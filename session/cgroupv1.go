@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -73,31 +72,15 @@ func findV1Bases() map[string]string {
 	return out
 }
 
-type v1Mount struct{ point, root string }
-
 // v1Mounts maps each controller to where its v1 hierarchy is mounted.
-func v1Mounts() map[string]v1Mount {
-	out := map[string]v1Mount{}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "id parent dev root mountpoint opts ... - fstype source superopts"
-		fields := strings.Fields(sc.Text())
-		for i, fld := range fields {
-			if fld != "-" || i+3 >= len(fields) || fields[i+1] != "cgroup" || len(fields) < 5 {
-				continue
-			}
-			for _, opt := range strings.Split(fields[i+3], ",") {
-				for _, c := range v1Controllers {
-					if opt == c {
-						out[c] = v1Mount{point: fields[4], root: fields[3]}
-					}
-				}
-			}
+func v1Mounts() map[string]cgroupMount {
+	out := map[string]cgroupMount{}
+	for _, m := range cgroupMounts() {
+		if m.fstype != "cgroup" {
+			continue
+		}
+		for _, opt := range m.options {
+			out[opt] = m
 		}
 	}
 	return out
