@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -257,6 +258,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return fail(errorf(ErrStart, "the shell did not start: start %s: %v", s.cfg.Shell, err))
 	}
 	s.proc, s.pid = proc, proc.Pid
+	s.shellExe, _ = os.Readlink("/proc/" + strconv.Itoa(proc.Pid) + "/exe")
 	unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &s.noFile)
 
 	s.tree = newTree(proc.Pid, s.id, s.cg)

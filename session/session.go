@@ -69,6 +69,9 @@ type Session struct {
 	v1            *v1Groups // the session's cgroup v1 groups, when its limits are set there
 	lim           limiter   // where its limits are set and its usage read: cg, v1 or nil
 	enterErr      error     // the shell could not be moved into v1 (launch)
+	// shellExe is the shell's program as /proc/<pid>/exe names it
+	// (runsShellImage).
+	shellExe string
 	// wroteInput is set when trl writes the terminal's input (typed
 	// input, a reply to a query) and cleared by restoreTerminal.
 	wroteInput atomic.Bool

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -136,7 +137,10 @@ func (s *Session) Signal(job *Line, sig unix.Signal) (unix.Signal, error) {
 			return 0, err
 		}
 		s.log.Debug().Int("pgrp", pgrp).Str("signal", unix.SignalName(sig)).Msg("signaled")
-		s.recheck(job, pgrp, sig)
+		// Read after the send: if the group's leader still runs the
+		// shell's program now, the signal reached it before it became
+		// its command (see recheck).
+		s.recheck(job, pgrp, sig, s.runsShellImage(pgrp))
 		return sig, nil
 	case !job.started:
 		job.pendingINT = true
@@ -154,15 +158,38 @@ func (s *Session) Signal(job *Line, sig unix.Signal) (unix.Signal, error) {
 // looked at again (see recheck).
 const recheckAfter = 30 * time.Millisecond
 
-// recheck covers a signal that reached a foreground group just as it
-// ended (between two commands of a line, the terminal still names the
-// last one): a moment later, if the command still runs under another
-// foreground group, the signal is delivered again, once.
-func (s *Session) recheck(job *Line, sent int, sig unix.Signal) {
+// recheck covers two ways a signal to the foreground group can miss the
+// command:
+//
+//   - it reached the group just as it ended (between two commands of a
+//     line the terminal still names the last one): a moment later, if the
+//     command still runs under another foreground group, the signal is
+//     delivered again, once;
+//   - it reached the group's leader between the shell's fork and its exec
+//     of the command (preExec: the leader still ran the shell's program
+//     after the send). The shell's copy may handle the signal itself and
+//     then exec the command, which never sees it (bash does: a cancel
+//     issued as `sleep 30` starts left it sleeping). Once the leader runs
+//     another program, the signal is delivered again, once; a leader
+//     that stays the shell (a subshell, a script of the same shell) is
+//     left after a few looks.
+func (s *Session) recheck(job *Line, sent int, sig unix.Signal, preExec bool) {
+	looks := 0
 	s.follow(job, recheckAfter, func() time.Duration {
 		pgrp, err := s.foreground()
 		switch {
-		case err != nil || pgrp == sent:
+		case err != nil:
+		case pgrp == sent:
+			if !preExec {
+				break
+			}
+			if s.runsShellImage(sent) {
+				if looks++; looks < 4 {
+					return recheckAfter
+				}
+				break
+			}
+			s.signalLine(job, -pgrp, sig)
 		case pgrp > 0 && pgrp != s.pid:
 			s.signalLine(job, -pgrp, sig)
 		default:
@@ -170,6 +197,14 @@ func (s *Session) recheck(job *Line, sent int, sig unix.Signal) {
 		}
 		return 0
 	})
+}
+
+// runsShellImage reports whether pid runs the same program as the
+// session's shell: a child the shell forked that has not yet exec'd its
+// command.
+func (s *Session) runsShellImage(pid int) bool {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err == nil && exe == s.shellExe
 }
 
 // shellSettle is how long after a line's start record the shell may be

@@ -111,3 +111,30 @@ func TestNoLockHeldWhileSignalling(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelAsTheCommandStarts: a signal that reaches a command's group
+// while its leader is still the shell's copy, between fork and exec, is
+// not lost: bash's copy handled SIGINT itself and then ran `sleep 30`,
+// which slept on although the cancel had been sent. Cancelled as soon
+// as the terminal names its group, every try ends.
+func TestCancelAsTheCommandStarts(t *testing.T) {
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			s, err := newManager(t).Create(Config{Shell: shell})
+			require.NoError(t, err)
+			for i := range 40 {
+				j, err := s.Start(Command{Text: "sleep 30"}, &splitSink{})
+				require.NoError(t, err)
+				require.Eventually(t, func() bool { return s.commandGroup() > 0 }, 10*time.Second, 50*time.Microsecond, "sleep holds the terminal")
+				_, err = s.Signal(j, unix.SIGINT)
+				require.NoError(t, err)
+				select {
+				case <-j.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatalf("try %d: the cancel sent as sleep started did not end it", i)
+				}
+			}
+		})
+	}
+}
