@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,5 +62,39 @@ func TestSessionLimitsEndToEnd(t *testing.T) {
 	assert.Equal(t, map[string]any{"memory_mb": 64.0, "pids": 128.0, "cpu": 1.0}, in["limits"])
 	u := in["usage"].(map[string]any)
 	assert.Greater(t, u["memory_bytes"], 0.0)
+	assert.GreaterOrEqual(t, u["oom_kills"], 1.0)
+}
+
+// TestIsolatedSessionLimitsEndToEnd: limits hold for an isolated session
+// too, whose shell runs under its own uid in its own mount namespace: a
+// memory hog is killed, the command says "out of memory", the shell goes
+// on, and session.info counts the kill.
+func TestIsolatedSessionLimitsEndToEnd(t *testing.T) {
+	if why := session.LimitsUnavailable(); why != nil {
+		t.Skipf("per-session limits are unavailable on this host: %v", why)
+	}
+	if err := session.CheckIsolationPrivilege(); err != nil {
+		t.Skipf("isolation needs privilege this test run lacks: %v", err)
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	first := 2007000000 + os.Getpid()%50000*16
+	homes := filepath.Join(os.TempDir(), fmt.Sprintf("trl-e2e-limithomes-%d", os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(homes) })
+	d := startDaemon(t, "--isolate", "--uid-range", fmt.Sprintf("%d-%d", first, first+15), "--isolate-homes", homes, "--session-memory", "64")
+	c := dial(t, d.socket)
+	s := data(t, c.call("session.create", map[string]any{}))["session_id"]
+	r := data(t, c.call("exec.run", map[string]any{"session_id": s, "timeout_s": 60,
+		"command": "python3 -c \"b = []\nwhile True: b.append(bytearray(1 << 20))\""}))
+	assert.EqualValues(t, 137, r["exit_code"], "%v", r)
+	assert.Equal(t, "out of memory", r["end_cause"])
+	r = data(t, c.call("exec.run", map[string]any{"session_id": s, "command": "id -u"}))
+	uid, err := strconv.Atoi(strings.TrimSpace(r["stdout"].(string)))
+	require.NoError(t, err, "%v", r)
+	assert.GreaterOrEqual(t, uid, first, "the shell runs under the session's own uid")
+	in := data(t, c.call("session.info", map[string]any{"session_id": s}))
+	u, ok := in["usage"].(map[string]any)
+	require.True(t, ok, "session.info has usage: %v", in)
 	assert.GreaterOrEqual(t, u["oom_kills"], 1.0)
 }
