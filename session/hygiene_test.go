@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -479,4 +480,23 @@ func TestCwdAnyBytes(t *testing.T) {
 			assert.Equal(t, dir, s.Info().WorkingDir)
 		}
 	})
+}
+
+// TestNoHistoryFromTheDaemonUser: a session does not start with the
+// history of the user the daemon runs as: bash loads ~/.bash_history as
+// it starts, so `history` listed an operator's commands.
+func TestNoHistoryFromTheDaemonUser(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	home := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".bash_history"), []byte("echo operator-secret-7421\n"), 0o600))
+	m := NewManager(Options{Logger: testLogger(), Subreaper: true, BaseEnv: []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}})
+	t.Cleanup(m.CloseAll)
+	s, err := m.Create(Config{Shell: bash})
+	require.NoError(t, err)
+	out, _, _ := run2(t, s, "history; echo \"HOME=$HOME HISTFILE=${HISTFILE-unset}\"")
+	assert.NotContains(t, out, "operator-secret-7421")
+	assert.Contains(t, out, "HOME="+home+" HISTFILE=unset", "the shell runs with the daemon's HOME, and commands see no HISTFILE")
 }

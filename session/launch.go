@@ -197,6 +197,15 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		// then get the terminal's hang-up).
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3, Pdeathsig: syscall.SIGKILL},
 	}
+	if s.dialect.name == "bash" {
+		// An interactive bash loads its history file as it starts, before
+		// the init line unsets HISTFILE: every session of a daemon that
+		// is not isolated began with the daemon user's ~/.bash_history
+		// (an operator's commands, secrets typed among them), which a
+		// command could list with `history`. Commands never see this
+		// HISTFILE: the init line unsets it.
+		attr.Env = append(attr.Env, "HISTFILE=/dev/null")
+	}
 	s.startEnv = attr.Env
 	if s.lease != nil {
 		attr.Sys.Credential = s.lease.credential()
