@@ -213,6 +213,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	s.cg = newCgroup(s.id)
 	if err := s.setLimits(); err != nil {
 		os.RemoveAll(s.tmpDir)
+		s.removeGroups()
 		return fail(err)
 	}
 	if s.cg != nil {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,5 +203,40 @@ func TestV1SharedHierarchy(t *testing.T) {
 	for _, dir := range g.dirs {
 		_, err := os.Stat(dir)
 		assert.True(t, os.IsNotExist(err), "%s is left", dir)
+	}
+}
+
+// TestRefusedLimitsLeaveNoGroups: a session whose limits cannot be set
+// after its groups were made (here a blkio hierarchy with no weight file)
+// is refused and leaves none of its groups behind, its cgroup v2 group
+// included.
+func TestRefusedLimitsLeaveNoGroups(t *testing.T) {
+	needLimits(t)
+	v1Base("memory")
+	if v1Bases["memory"] == "" {
+		t.Skip("limits are set through cgroup v2 here: no v1 groups to leave")
+	}
+	saved := v1Bases
+	t.Cleanup(func() { v1Bases = saved })
+	fake := t.TempDir() // a directory, not a blkio hierarchy: no weight to set
+	v1Bases = map[string]string{}
+	for c, dir := range saved {
+		v1Bases[c] = dir
+	}
+	v1Bases["blkio"] = fake
+	m := newManager(t)
+	_, err := m.Create(Config{Limits: Limits{MemoryMB: 64, IOWeight: 200}})
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "io_weight")
+	mine := fmt.Sprintf("trl-%d-", os.Getpid())
+	for _, base := range []string{cgroupBase(), saved["memory"], fake} {
+		if base == "" {
+			continue
+		}
+		entries, err := os.ReadDir(base)
+		require.NoError(t, err)
+		for _, e := range entries {
+			assert.False(t, strings.HasPrefix(e.Name(), mine), "%s/%s is left after the refusal", base, e.Name())
+		}
 	}
 }
