@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/trl-project/trl/protocol"
 )
@@ -81,20 +82,21 @@ func maskingTable(w io.Writer, m *Masking) {
 	if m == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nsecret masking (issue 23), exec.run %q\t\t\t\t\t\n", m.Command)
-	if m.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", m.Error)
+	abTable(w, "secret masking (issue 23), exec.run "+strconv.Quote(m.Command), "error: "+m.Error, m.Error != "",
+		"a session without secrets", "a session with a secret", m.Without, m.With, m.Ratio)
+	abTable(w, "cgroup limits (issue 23), exec.run "+strconv.Quote(m.Command), "not measured: "+m.LimitsError, m.LimitsError != "",
+		"a session without limits", "a session with limits", m.WithoutLimits, m.WithLimits, m.LimitsRatio)
+}
+
+// abTable prints one A/B pair of exec.run samples under title: the note
+// when there is one, then a's and b's rows, b with its ratio to a.
+func abTable(w io.Writer, title, note string, noted bool, aName, bName string, a, b *Stats, ratio float64) {
+	fmt.Fprintf(w, "\n%s\t\t\t\t\t\n", title)
+	if noted {
+		fmt.Fprintf(w, "  %s\n", note)
 	}
-	if m.Without != nil && m.With != nil {
-		fmt.Fprintf(w, "  a session without secrets (n=%d)\tp50 %s\tp99 %s\t\t\t\n", m.Without.N, fmtUS(m.Without.P50US), fmtUS(m.Without.P99US))
-		fmt.Fprintf(w, "  a session with a secret\tp50 %s\tp99 %s\t%.2f×\t\t\n", fmtUS(m.With.P50US), fmtUS(m.With.P99US), m.Ratio)
-	}
-	fmt.Fprintf(w, "\ncgroup limits (issue 23), exec.run %q\t\t\t\t\t\n", m.Command)
-	if m.LimitsError != "" {
-		fmt.Fprintf(w, "  not measured: %s\n", m.LimitsError)
-	}
-	if m.WithoutLimits != nil && m.WithLimits != nil {
-		fmt.Fprintf(w, "  a session without limits (n=%d)\tp50 %s\tp99 %s\t\t\t\n", m.WithoutLimits.N, fmtUS(m.WithoutLimits.P50US), fmtUS(m.WithoutLimits.P99US))
-		fmt.Fprintf(w, "  a session with limits\tp50 %s\tp99 %s\t%.2f×\t\t\n", fmtUS(m.WithLimits.P50US), fmtUS(m.WithLimits.P99US), m.LimitsRatio)
+	if a != nil && b != nil {
+		fmt.Fprintf(w, "  %s (n=%d)\tp50 %s\tp99 %s\t\t\t\n", aName, a.N, fmtUS(a.P50US), fmtUS(a.P99US))
+		fmt.Fprintf(w, "  %s\tp50 %s\tp99 %s\t%.2f×\t\t\n", bName, fmtUS(b.P50US), fmtUS(b.P99US), ratio)
 	}
 }
