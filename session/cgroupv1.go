@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,7 +81,9 @@ func v1Mounts() map[string]cgroupMount {
 			continue
 		}
 		for _, opt := range m.options {
-			out[opt] = m
+			if slices.Contains(v1Controllers, opt) {
+				out[opt] = m
+			}
 		}
 	}
 	return out
