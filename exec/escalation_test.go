@@ -304,6 +304,37 @@ func TestCancelMarks(t *testing.T) {
 	assert.Same(t, e, got, "an ended command stays addressable")
 }
 
+// TestEndedAfterDone: Ended (the audit line's hook) runs once Done has
+// closed, on the goroutine that ended the command, with the same Exit as
+// OnExit: an answer waiting on Done does not wait for it.
+func TestEndedAfterDone(t *testing.T) {
+	job := newFakeJob()
+	var order []string
+	var ended trlexec.Exit
+	e, _ := start(t, job, 0, trlexec.Options{Clock: newFakeClock(),
+		OnExit: func(j *trlexec.Job, _ trlexec.Exit) {
+			if isDone(j) {
+				order = append(order, "OnExit after Done")
+			} else {
+				order = append(order, "OnExit before Done")
+			}
+		},
+		Ended: func(j *trlexec.Job, x trlexec.Exit) {
+			if isDone(j) {
+				order = append(order, "Ended after Done")
+			} else {
+				order = append(order, "Ended before Done")
+			}
+			ended = x
+		}})
+	job.end(session.Status{ExitCode: 3, Cwd: "/"}) // returns once the hooks have run
+	assert.Equal(t, []string{"OnExit before Done", "Ended after Done"}, order)
+	x, ok := e.Exit()
+	require.True(t, ok)
+	assert.Equal(t, x, ended, "Ended gets the Exit")
+	assert.Equal(t, 3, ended.ExitCode)
+}
+
 // TestCancelRacesEnd: cancels from many goroutines while the command ends
 // by itself never block, never signal after the end, and leave no
 // supervisor behind (leakcheck).

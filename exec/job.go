@@ -2,6 +2,7 @@ package exec
 
 import (
 	"errors"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"time"
@@ -147,6 +148,10 @@ type Options struct {
 	// OnExit, when set, runs once a command has ended, before its Done
 	// is closed: whoever waits on Done sees what it did.
 	OnExit func(*Job, Exit)
+	// Ended, when set, runs after Done has closed and whoever waited on
+	// it has had the chance to run (see end): work an answer need not
+	// wait for, such as the audit line.
+	Ended func(*Job, Exit)
 }
 
 // Exit is how a Job ended.
@@ -468,6 +473,13 @@ func (j *Job) end(x Exit) {
 	}
 	j.reg.retain(j)
 	close(j.done)
+	if j.opts.Ended != nil {
+		// Closing done made the waiter (the request that answers with
+		// this exit) runnable on this P; yielding lets it answer before
+		// Ended's work (a log write) runs on this goroutine.
+		goruntime.Gosched()
+		j.opts.Ended(j, x)
+	}
 }
 
 // ID is the command's exec_id.

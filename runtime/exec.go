@@ -47,8 +47,13 @@ func execRequest(p *protocol.ExecParams, s *session.Session) (exec.Request, erro
 }
 
 // auditCommand writes the audit event of one command: who ran what where
-// and how it ended, never its output.
-func (rt *Runtime) auditCommand(c *exec.Job, x exec.Exit, truncated bool) {
+// and how it ended, never its output. It is the Job's Ended: the line is
+// written as the command ends, just after its answer.
+func (rt *Runtime) auditCommand(c *exec.Job, x exec.Exit) {
+	truncated := false
+	if coll := c.Collector(); coll != nil {
+		truncated = coll.Truncated()
+	}
 	rt.audit.Info().
 		Str("event", "command").
 		Str("method", c.Method()).
@@ -109,7 +114,6 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 	coll := exec.NewCollector(max)
 	r.ID, r.Method, r.Output, r.MaxOutput = session.NewID("x-", 8), protocol.MethodExecRun, coll, max
 	c, err := rt.launch(ctx, s, r, func(c *exec.Job, x exec.Exit) {
-		rt.auditCommand(c, x, coll.Truncated())
 		act := c.Watch().Activity()
 		recordCommand(c.Method(), x, act.StdoutBytes, act.StderrBytes)
 	})
@@ -207,7 +211,6 @@ func (rt *Runtime) execStream(ctx context.Context, p protocol.ExecParams) (proto
 	st := exec.NewStream(session.NewID("st-", 8), s.ID(), rt.jobs.Options().Window)
 	r.ID, r.Method, r.Output, r.MaxOutput = st.ID, protocol.MethodExecStream, st, exec.DefaultMaxOutput
 	job, err := rt.launch(ctx, s, r, func(c *exec.Job, x exec.Exit) {
-		rt.auditCommand(c, x, false)
 		stdout, stderr := st.Totals()
 		recordCommand(c.Method(), x, stdout, stderr)
 	})
