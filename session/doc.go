@@ -16,9 +16,11 @@
 //	3  PTY slave      stdin and stdout of commands (fds 0 and 1 are
 //	                  re-pointed here); the controlling terminal
 //	4  stderr pipe    stderr of every command, kept apart from stdout
-//	5  stderr pipe    a spare copy, to repair fd 4 after an interrupt
+//	5  stderr pipe    bash and zsh only: a spare copy, to repair fd 4
+//	                  after an interrupt (see settle)
 //
-// A command is sent as `_trl<nonce>c='<text>'; _trl<nonce>r <&3 >&3 2>&4 3<&- 4>&- 5>&-`:
+// A command is sent as `_trl<nonce>c='<text>'; _trl<nonce>r <&3 >&3 2>&4 3<&- 4>&-`
+// (and `5>&-` where there is an fd 5):
 // the text runs through eval inside a function whose fds are the terminal
 // and the stderr pipe, with the command and control pipes out of reach.
 // All three standard fds are re-pointed for each command line, so a

@@ -191,11 +191,15 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		// firing for trl's own commands, xtrace sent to fd 1 — reaches no
 		// command's output (the record parser logs it as noise), and the
 		// line's start record needs no redirection of its own.
-		// fd 5 is a spare copy of the stderr pipe (see settle).
-		Files: []*os.File{cmdR, ctlW, ctlW, pts, errW, errW},
+		// fd 5, for bash and zsh, is a spare copy of the stderr pipe
+		// (see settle and dialect.spareStderr).
+		Files: []*os.File{cmdR, ctlW, ctlW, pts, errW},
 		// Pdeathsig: if the daemon dies, so does the shell (its jobs
 		// then get the terminal's hang-up).
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3, Pdeathsig: syscall.SIGKILL},
+	}
+	if s.dialect.spareStderr {
+		attr.Files = append(attr.Files, errW)
 	}
 	if s.dialect.name == "bash" {
 		// An interactive bash loads its history file as it starts, before

@@ -36,6 +36,13 @@ type dialect struct {
 	// (the control pipe, logged as noise), and only the user's own
 	// commands' traps are seen.
 	innerStdout bool
+	// spareStderr, when set, has the shell given a spare copy of the
+	// stderr pipe as fd 5, from which settle repairs fd 4: bash
+	// interrupted while it undoes a line's redirections can leave fd 4
+	// closed, and zsh is given the same care. dash, an ash, undoes them
+	// with interrupts held off (INTOFF), so sh gets no fd 5, and its
+	// lines one redirection fewer (five syscalls, a few µs a command).
+	spareStderr bool
 }
 
 const (
@@ -94,12 +101,13 @@ var (
 	// would then own the prompt and the command pipe; the epilogue turns
 	// it off again before the prompt is printed.
 	bashShell = dialect{
-		name:     "bash",
-		args:     []string{"--noediting", "--noprofile", "--norc", "-i"},
-		seqVar:   plainSeq,
-		printf:   `\builtin printf`,
-		source:   true,
-		epilogue: true,
+		name:        "bash",
+		args:        []string{"--noediting", "--noprofile", "--norc", "-i"},
+		seqVar:      plainSeq,
+		printf:      `\builtin printf`,
+		source:      true,
+		epilogue:    true,
+		spareStderr: true,
 		init: func(nonce string) string {
 			f := trlName(nonce, "f")
 			return common(nonce) + f + `() { if [[ -o emacs || -o vi ]]; then \builtin set +o emacs +o vi; fi; \builtin return "$1"; }; ` +
@@ -120,6 +128,7 @@ var (
 		printf:      `\builtin printf`,
 		epilogue:    true,
 		innerStdout: true,
+		spareStderr: true,
 		init: func(nonce string) string {
 			return common(nonce) + trlName(nonce, "r") + `() { \builtin eval "$` + trlName(nonce, "c") + `" >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
 				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
@@ -206,11 +215,13 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 		b.WriteString(trlName(nonce, "r"))
 		b.WriteByte(' ')
 	}
-	// fd 5 (the spare stderr pipe, see settle) is out of the command's
-	// reach. It is closed first so that bash restores it last: after a
-	// `ulimit -n 5` it cannot, and must have restored 0-2 before it
-	// gives up.
-	b.WriteString("5>&- ")
+	// fd 5 (the spare stderr pipe, see settle), where there is one, is
+	// out of the command's reach. It is closed first so that bash
+	// restores it last: after a `ulimit -n 5` it cannot, and must have
+	// restored 0-2 before it gives up.
+	if d.spareStderr {
+		b.WriteString("5>&- ")
+	}
 	if stdinPath != "" {
 		b.WriteString("<")
 		b.WriteString(quote(stdinPath))

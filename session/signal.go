@@ -55,7 +55,7 @@ import (
 // line makes it drop the next line it reads, and bash interrupted while
 // it undoes a line's redirections can leave fd 3 or 4 closed. A line that
 // reopens those two if need be (the terminal, and the stderr pipe from the
-// spare copy the shell was given as fd 5; reopening it through
+// spare copy bash and zsh are given as fd 5; reopening it through
 // /proc/<daemon>/fd fails under hidepid) is sent, and sent again under a new sequence
 // number until its prompt record comes back; only then does the real
 // command follow. Called with mu held; it releases mu while it waits,
@@ -68,8 +68,11 @@ func (s *Session) settle() error {
 		s.job = j
 		s.ioMu.Unlock()
 		s.state = StateBusy
-		line := []byte(s.dialect.seqVar(s.nonce) + strconv.FormatInt(j.seq, 10) +
-			"; { command : <&3; } 2>/dev/null || exec 3<>/dev/tty; { command : >&4; } 2>/dev/null || exec 4>&5\n")
+		line := []byte(s.dialect.seqVar(s.nonce) + strconv.FormatInt(j.seq, 10) + "; { command : <&3; } 2>/dev/null || exec 3<>/dev/tty")
+		if s.dialect.spareStderr {
+			line = append(line, "; { command : >&4; } 2>/dev/null || exec 4>&5"...)
+		}
+		line = append(line, '\n')
 		s.mu.Unlock()
 		s.cmdW.Write(line)
 		select {

@@ -40,7 +40,7 @@ func (shState) reader(nonce, out, aux string, _ bool) string {
 // line sources file. dash does not expand aliases on reserved words, and
 // every command word in trl's file is quoted or a special builtin.
 func (shState) line(nonce, file, errFile string, keepAliases bool) string {
-	return `\. ` + quote(file) + ` </dev/null >/dev/null 2>|` + quote(errFile) + ` 3<&- 4>&- 5>&- || \command true`
+	return `\. ` + quote(file) + ` </dev/null >/dev/null 2>|` + quote(errFile) + ` 3<&- 4>&- || \command true`
 }
 
 // Options trl needs as they are, or dash fixes at start-up.
