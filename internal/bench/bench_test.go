@@ -238,6 +238,17 @@ func TestShellFloor(t *testing.T) {
 	assert.Len(t, got, 20)
 }
 
+// TestLayers: the in-process layers of exec.run run trl's own code for
+// real (a /bin/sh session, a runtime) and time every call.
+func TestLayers(t *testing.T) {
+	line, err := sessionLine(2, 20)
+	require.NoError(t, err)
+	assert.Len(t, line, 20)
+	run, err := runtimeInProcess(2, 20)
+	require.NoError(t, err)
+	assert.Len(t, run, 20)
+}
+
 func TestPlan(t *testing.T) {
 	full := newPlan(Options{})
 	assert.Equal(t, 1000, full.sessions)

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	osexec "os/exec"
+	"time"
 )
 
 // Latency is exec.run of `true` on each transport beside its floors.
@@ -14,6 +15,12 @@ type Latency struct {
 	// Shell is a persistent /bin/sh driven over pipes in-process: the
 	// floor of any runtime that keeps a shell per session.
 	Shell *Stats `json:"shell_pipe,omitempty"`
+	// SessionLine is `true` as trl's command line to a session of
+	// /bin/sh in-process, and InProcess exec.run through a runtime
+	// in-process: the layers between the shell floor and the socket
+	// (layers.go).
+	SessionLine *Stats `json:"session_line,omitempty"`
+	InProcess   *Stats `json:"exec_run_in_process,omitempty"`
 	// OverheadP50US is the unix socket's exec.run p50 less its ping p50
 	// and the shell floor's p50: what trl itself adds.
 	OverheadP50US float64 `json:"trl_overhead_p50_us,omitempty"`
@@ -56,12 +63,18 @@ func (r *runner) latency() *Latency {
 		s := Summarize(fork)
 		l.ForkExec = &s
 	}
-	if sh, err := shellFloor(p.warm, p.latencyN); err != nil {
-		l.Error = "persistent shell floor: " + err.Error()
-	} else {
-		s := Summarize(sh)
-		l.Shell = &s
+	floor := func(name string, f func(warm, n int) ([]time.Duration, error)) *Stats {
+		d, err := f(p.warm, p.latencyN)
+		if err != nil {
+			l.Error = name + ": " + err.Error()
+			return nil
+		}
+		s := Summarize(d)
+		return &s
 	}
+	l.Shell = floor("persistent shell floor", shellFloor)
+	l.SessionLine = floor("session line", sessionLine)
+	l.InProcess = floor("exec.run in-process", runtimeInProcess)
 
 	if c, err := r.dial(); err != nil {
 		l.Unix.Error = err.Error()

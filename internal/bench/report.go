@@ -55,6 +55,12 @@ func latencyTable(w io.Writer, l *Latency, n int) {
 	if l.Shell != nil {
 		fmt.Fprintf(w, "  persistent /bin/sh over pipes in-process (floor)\t%s\t%s\t%s\t\t\n", fmtUS(l.Shell.P50US), fmtUS(l.Shell.P90US), fmtUS(l.Shell.P99US))
 	}
+	if s := l.SessionLine; s != nil {
+		fmt.Fprintf(w, "  trl's command line in a /bin/sh session, in-process (layer)\t%s\t%s\t%s\t\t\n", fmtUS(s.P50US), fmtUS(s.P90US), fmtUS(s.P99US))
+	}
+	if s := l.InProcess; s != nil {
+		fmt.Fprintf(w, "  exec.run through the runtime, in-process (layer)\t%s\t%s\t%s\t\t\n", fmtUS(s.P50US), fmtUS(s.P90US), fmtUS(s.P99US))
+	}
 	for _, p := range []struct {
 		name string
 		p    Path
@@ -74,6 +80,16 @@ func latencyTable(w io.Writer, l *Latency, n int) {
 	}
 	if l.OverheadP50US != 0 {
 		fmt.Fprintf(w, "  trl's own share of exec.run p50 (unix exec.run − ping − shell floor)\t%s\t\t\t\t\n", fmtUS(l.OverheadP50US))
+		if l.SessionLine != nil && l.InProcess != nil {
+			// The share by layer (layers.go): what trl's command line costs
+			// the shell, what the runtime adds in-process, and what is left,
+			// which only the socket path pays.
+			line := l.SessionLine.P50US - l.Shell.P50US
+			rt := l.InProcess.P50US - l.SessionLine.P50US
+			fmt.Fprintf(w, "    of which the command line in the shell (session line − shell floor)\t%s\t\t\t\t\n", fmtUS(line))
+			fmt.Fprintf(w, "    of which the runtime in-process (exec.run in-process − session line)\t%s\t\t\t\t\n", fmtUS(rt))
+			fmt.Fprintf(w, "    of which the rest, paid over the socket only\t%s\t\t\t\t\n", fmtUS(l.OverheadP50US-line-rt))
+		}
 	}
 	if l.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", l.Error)
