@@ -267,7 +267,9 @@ func TestEscalation(t *testing.T) {
 				assert.NoError(t, x.Cause)
 			}
 			assert.Equal(t, tc.duration, x.Duration, "the duration is read on the job's clock")
-			assert.Zero(t, clock.armed(), "no timer is left armed after the end")
+			// The supervisor stops its timer as it returns, which may be
+			// just after Done closes.
+			assert.Eventually(t, func() bool { return clock.armed() == 0 }, 5*time.Second, time.Millisecond, "no timer is left armed after the end")
 		})
 	}
 }
@@ -333,6 +335,29 @@ func TestEndedAfterDone(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, x, ended, "Ended gets the Exit")
 	assert.Equal(t, 3, ended.ExitCode)
+}
+
+// TestWaitCoversEnded: the registry's Wait (what a stopping daemon waits
+// for) returns only once Ended has run: no audit line is lost at shutdown.
+func TestWaitCoversEnded(t *testing.T) {
+	job := newFakeJob()
+	release := make(chan struct{})
+	_, reg := start(t, job, 0, trlexec.Options{Clock: newFakeClock(),
+		Ended: func(*trlexec.Job, trlexec.Exit) { <-release }})
+	go job.end(session.Status{Cwd: "/"})
+	waited := make(chan struct{})
+	go func() { reg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned before Ended ran")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return after Ended ran")
+	}
 }
 
 // TestCancelRacesEnd: cancels from many goroutines while the command ends

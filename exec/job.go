@@ -480,6 +480,7 @@ func (j *Job) end(x Exit) {
 		goruntime.Gosched()
 		j.opts.Ended(j, x)
 	}
+	j.reg.ended() // Wait waits for Ended too: a stopping daemon audits every command
 }
 
 // ID is the command's exec_id.

@@ -66,6 +66,9 @@ func (r *Registry) starting() { r.pending.Add(1) }
 // notStarted undoes starting for a Job the shell refused.
 func (r *Registry) notStarted() { r.pending.Done() }
 
+// ended counts a Job's end as recorded, its Ended hook run.
+func (r *Registry) ended() { r.pending.Done() }
+
 // add registers a started Job. Its end cannot come first: lineDone waits
 // for the Job to be ready, which it is only once added.
 func (r *Registry) add(j *Job) {
@@ -79,7 +82,6 @@ func (r *Registry) add(j *Job) {
 // retain moves an ended Job to the finished ones, dropping the oldest
 // beyond the bounds.
 func (r *Registry) retain(j *Job) {
-	defer r.pending.Done()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.opts.Now()
@@ -177,7 +179,8 @@ func (r *Registry) Counts() (running, addressable int, started int64) {
 	return len(r.running), len(r.byID), r.started
 }
 
-// Wait waits until every started Job has ended.
+// Wait waits until every started Job has ended and its end is recorded,
+// its Ended hook (the audit line) included.
 func (r *Registry) Wait() { r.pending.Wait() }
 
 func clipID(id string) string {
