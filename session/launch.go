@@ -181,6 +181,15 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		}
 	}
 
+	if s.dialect.source {
+		// Under isolation isolateFiles made it, readable by the session's
+		// uid; otherwise it is made here, the daemon's own.
+		if s.cmdF, err = os.OpenFile(s.cmdFile(), os.O_CREATE|os.O_WRONLY, 0o600); err != nil {
+			os.RemoveAll(s.tmpDir)
+			return fail(fmt.Errorf("make the command file: %w", err))
+		}
+	}
+
 	argv := append([]string{s.cfg.Shell}, s.dialect.args...)
 	attr := &os.ProcAttr{
 		Dir: s.cfg.WorkingDir,

@@ -208,6 +208,13 @@ func (s *Session) complete(seq int64, st Status) {
 	if s.limits.MemoryMB > 0 {
 		oomKills = s.lim.oomKills() // before the locks: a file read
 	}
+	var broken error
+	if !st.Exited {
+		// Before the locks too (a prlimit on the shell), and before the
+		// line is done, so that the next command already finds the
+		// session closing if a command left it unable to run another.
+		broken = s.checkLimits()
+	}
 	s.mu.Lock()
 	s.ioMu.Lock()
 	j := s.job
@@ -246,13 +253,8 @@ func (s *Session) complete(seq int64, st Status) {
 		}
 	}
 	s.lastUsed = time.Now().UTC()
-	var broken error
-	if !st.Exited {
-		// Decided before the job is done, so that the next command
-		// already finds the session closing.
-		if broken = s.checkLimits(); broken != nil {
-			s.closing = true
-		}
+	if broken != nil {
+		s.closing = true
 	}
 	s.mu.Unlock()
 	if broken != nil {

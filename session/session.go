@@ -50,6 +50,14 @@ type Session struct {
 	pts    *os.File
 	ptsRaw syscall.RawConn
 	tmpDir string // private directory for stdin files
+	// cmdF is the command file source dialects run each line from (see
+	// writeCommand), open for the session's life; cmdLen, guarded by
+	// startClaim, is how long its text is. startClaim is held by a Start
+	// from its first look at the session until its line is written, so
+	// that the file is written with no lock held and by one Start only.
+	cmdF       *os.File
+	cmdLen     int
+	startClaim atomic.Bool
 	// startEnv is the environment the shell was started with (a state
 	// applied to the session unsets what it does not name).
 	startEnv []string
@@ -160,6 +168,9 @@ type Session struct {
 
 	// sigHook, set only by tests, is called as each signal is sent.
 	sigHook atomic.Pointer[func(pid int, sig unix.Signal)]
+	// fileHook, set only by tests, is called as each file of a line (its
+	// command file, its stdin) is written.
+	fileHook atomic.Pointer[func(what string)]
 }
 
 // Line is one command line the shell runs: the session's side of a
@@ -243,10 +254,19 @@ func idSeed() (seed [32]byte) {
 
 // Start sends c to the shell. The job's Done channel closes when it ends.
 func (s *Session) Start(c Command, sink Sink) (*Line, error) {
+	if !s.startClaim.CompareAndSwap(false, true) {
+		return nil, s.busyErr()
+	}
+	defer s.startClaim.Store(false)
 	// Files are read and written before mu is taken.
 	oomBase := int64(-1)
 	if s.limits.MemoryMB > 0 {
 		oomBase = s.lim.oomKills()
+	}
+	if s.dialect.source {
+		if err := s.writeCommand(c.Text); err != nil {
+			return nil, err
+		}
 	}
 	stdin, stdinErr := s.writeStdin(c.Stdin)
 	s.mu.Lock()
@@ -258,25 +278,16 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 		}
 		return nil, err
 	}
-	switch {
-	case s.state == StateExited || s.closing:
-		return fail(s.exitedErr())
-	case s.job != nil:
-		return fail(errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id))
-	case stdinErr != nil:
+	if err := s.unready(); err != nil {
+		return fail(err)
+	}
+	if stdinErr != nil {
 		return fail(stdinErr)
 	}
 	if s.resync {
 		s.resync = false
 		if err := s.settle(); err != nil {
 			return fail(err)
-		}
-	}
-	if s.dialect.source {
-		// Under mu: the one command file is the running line's until
-		// its end.
-		if err := os.WriteFile(s.cmdFile(), []byte(c.Text), 0o600); err != nil {
-			return fail(fmt.Errorf("write the command for the shell: %w", err))
 		}
 	}
 	// A TUI killed before it restored the terminal leaves the alternate
@@ -324,6 +335,9 @@ func (s *Session) writeStdin(stdin *string) (string, error) {
 	if stdin == nil {
 		return "", nil
 	}
+	if h := s.fileHook.Load(); h != nil {
+		(*h)("the stdin file")
+	}
 	f, err := os.CreateTemp(s.tmpDir, "stdin-")
 	if err == nil {
 		_, err = f.WriteString(*stdin)
@@ -360,6 +374,54 @@ func (s *Session) Retire(force bool) error {
 
 // cmdFile is where source dialects find the command text.
 func (s *Session) cmdFile() string { return s.tmpDir + "/command" }
+
+// writeCommand puts text in the command file, for the line Start is about
+// to write. It holds no lock. The caller holds startClaim, so no other
+// Start writes the file meanwhile, and it writes only while no line runs:
+// a line the shell had not begun yet would otherwise run this text (a
+// line runOwn starts meanwhile does not read the file, and Start then
+// finds the session busy). The text is written over the old in place and
+// the file cut to its length, never truncated to nothing first (see
+// stateFiles).
+func (s *Session) writeCommand(text string) error {
+	s.mu.Lock()
+	err := s.unready()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if h := s.fileHook.Load(); h != nil {
+		(*h)("the command file")
+	}
+	if _, err := s.cmdF.WriteAt([]byte(text), 0); err != nil {
+		s.cmdLen = max(s.cmdLen, len(text)) // what it may hold now
+		return fmt.Errorf("write the command for the shell: %w", err)
+	}
+	if len(text) < s.cmdLen {
+		if err := s.cmdF.Truncate(int64(len(text))); err != nil {
+			return fmt.Errorf("write the command for the shell: %w", err)
+		}
+	}
+	s.cmdLen = len(text)
+	return nil
+}
+
+// unready is why no line can be started now: the session has ended or is
+// closing, or a line runs. Called with mu held.
+func (s *Session) unready() error {
+	switch {
+	case s.state == StateExited || s.closing:
+		return s.exitedErr()
+	case s.job != nil:
+		return s.busyErr()
+	}
+	return nil
+}
+
+// busyErr is the error of a line refused because another runs.
+func (s *Session) busyErr() error {
+	return errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id)
+}
 
 // Kill ends the shell and every process it started at once, if job is
 // still the one running (nil: whatever runs). The job completes with the
@@ -452,7 +514,7 @@ func (s *Session) CloseWith(cause error) {
 
 func (s *Session) closeFiles() {
 	s.filesClosed.Store(true)
-	for _, f := range []*os.File{s.cmdW, s.ptm, s.pts, s.ctlR, s.errR} {
+	for _, f := range []*os.File{s.cmdW, s.ptm, s.pts, s.ctlR, s.errR, s.cmdF} {
 		if f != nil {
 			f.Close()
 		}

@@ -248,13 +248,9 @@ func (s *Session) runOwn(ctx context.Context, line string) (string, error) {
 func (s *Session) sendOwn(line string) (*Line, string, error) {
 	s.mu.Lock()
 	s.awaitSends()
-	switch {
-	case s.state == StateExited || s.closing:
+	if err := s.unready(); err != nil {
 		s.mu.Unlock()
-		return nil, "", s.exitedErr()
-	case s.job != nil:
-		s.mu.Unlock()
-		return nil, "", errorf(ErrBusy, "session %s is running a command; wait for it, cancel it with exec.cancel, or use another session", s.id)
+		return nil, "", err
 	}
 	if s.resync {
 		s.resync = false
