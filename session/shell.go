@@ -43,7 +43,38 @@ type dialect struct {
 	// with interrupts held off (INTOFF), so sh gets no fd 5, and its
 	// lines one redirection fewer (five syscalls, a few µs a command).
 	spareStderr bool
+	// history, when set, returns the statement, run just before the
+	// command, that puts its text in the shell's history in place of
+	// trl's line (see historyNote).
+	history func(nonce, text string) string
+	// forget, when set, returns what, appended to trl's own lines that
+	// are no command's (settle's), takes them out of the shell's history.
+	forget func(nonce string) string
 }
+
+// historyNote: a person's `history` (bash) or `fc -l` (zsh) lists the
+// commands typed, so a session's lists the commands trl ran, never the
+// lines trl wrote to run them (they carry the session's nonce) nor its
+// own lines.
+//
+//   - bash saves each line as it reads it. Before the command runs, the
+//     line puts the command's text in with `history -s`, which replaces
+//     the entry of the line being run (when history was on as it was
+//     read, as it is then, the line was saved): the command's own
+//     `history` lists it last, as a person's would. Trl's init line
+//     clears the history it was saved in; settle's lines delete their
+//     own entry as the state lines do. Both are functions trl defines at
+//     init, so that an alias of `if` a command defines later cannot
+//     break them, and neither fails under errexit. `history -s` does not
+//     apply HISTCONTROL or HISTIGNORE to the text.
+//   - zsh asks its zshaddhistory hooks before it saves a line; trl's
+//     refuses every line that begins with trl's sequence number, and the
+//     line adds the command's text with `print -rs` before running it
+//     (`fc -l` lists the commands before the one running it). The hook
+//     runs under zsh's own options (`emulate -L`): a refusal under the
+//     user's errexit would end the shell. The init line
+//     begins with a space and zsh starts with HIST_IGNORE_SPACE, which
+//     the init line turns off again.
 
 const (
 	recordStart = '\x1e'
@@ -62,7 +93,8 @@ func recordSuffix(nonce string) string { return string(recordEnd) + nonce + stri
 // accident (`readonly __trl_n` or `unset -f __trl_run` in a command once
 // hung the session), and bash makes the functions read-only besides.
 // Their suffixes: n the line's sequence number, c the command text, r the
-// runner function, f the epilogue function.
+// runner function, f the epilogue function, hs, hd and hh the history's
+// (historyNote); the state lines use others (state_*.go).
 func trlName(nonce, what string) string { return "_trl" + nonce + what }
 
 // The prompt is the completion signal, so PS1 is made read-only: a command
@@ -108,12 +140,19 @@ var (
 		source:      true,
 		epilogue:    true,
 		spareStderr: true,
+		history:     func(nonce, text string) string { return trlName(nonce, "hs") + " " + quote(text) + "; " },
+		forget:      func(nonce string) string { return "; " + trlName(nonce, "hd") },
 		init: func(nonce string) string {
-			f := trlName(nonce, "f")
+			f, hs, hd := trlName(nonce, "f"), trlName(nonce, "hs"), trlName(nonce, "hd")
+			// The history functions are parsed here, before any alias a
+			// command may define could stand in for `if` in them; neither
+			// fails, whatever errexit says.
 			return common(nonce) + f + `() { if [[ -o emacs || -o vi ]]; then \builtin set +o emacs +o vi; fi; \builtin return "$1"; }; ` +
-				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + `; ` +
+				hs + `() { if [[ -o history ]]; then \builtin history -s -- "$1" || \builtin :; fi; }; ` +
+				hd + `() { if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null || \builtin :; fi; }; ` +
+				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + ` ` + hs + ` ` + hd + `; ` +
 				`unset PROMPT_COMMAND HISTFILE; PS0=''; ` + trlName(nonce, "n") + `=0; ` +
-				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + recordSuffix(nonce) + `'; readonly PS1`
+				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + recordSuffix(nonce) + `'; readonly PS1; \builtin history -c`
 		},
 	}
 	// zsh: the runner calls `\builtin eval`, so a function named eval
@@ -123,16 +162,18 @@ var (
 	// back the prompt options a command may have changed.
 	zshShell = dialect{
 		name:        "zsh",
-		args:        []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr"},
+		args:        []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr", "--histignorespace"},
 		seqVar:      func(string) string { return "psvar[1]=" },
 		printf:      `\builtin printf`,
 		epilogue:    true,
 		innerStdout: true,
 		spareStderr: true,
+		history:     func(nonce, _ string) string { return `\builtin print -rs -- "$` + trlName(nonce, "c") + `"; ` },
 		init: func(nonce string) string {
-			return common(nonce) + trlName(nonce, "r") + `() { \builtin eval "$` + trlName(nonce, "c") + `" >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
+			h := trlName(nonce, "hh")
+			return " " + common(nonce) + trlName(nonce, "r") + `() { \builtin eval "$` + trlName(nonce, "c") + `" >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
 				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
-				trlName(nonce, "f") + ` 0; ` +
+				trlName(nonce, "f") + ` 0; ` + h + `() { \builtin emulate -L zsh; [[ $1 != psvar\[1\]=* ]] }; zshaddhistory_functions+=(` + h + `); \builtin unsetopt HIST_IGNORE_SPACE; ` +
 				`PS1='` + recordPrefix(nonce) + `%1v:%?:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`
 		},
 	}
@@ -198,6 +239,9 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 		b.WriteByte('=')
 		b.WriteString(quote(c.Text))
 		b.WriteString("; ")
+	}
+	if d.history != nil {
+		b.WriteString(d.history(nonce, c.Text))
 	}
 	for _, kv := range sortedEnv(c.Env) {
 		b.WriteString(kv[0])

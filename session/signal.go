@@ -72,6 +72,9 @@ func (s *Session) settle() error {
 		if s.dialect.spareStderr {
 			line = append(line, "; { command : >&4; } 2>/dev/null || exec 4>&5"...)
 		}
+		if s.dialect.forget != nil {
+			line = append(line, s.dialect.forget(s.nonce)...)
+		}
 		line = append(line, '\n')
 		s.mu.Unlock()
 		s.cmdW.Write(line)

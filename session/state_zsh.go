@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -106,6 +107,10 @@ func (zshState) reservedOption(name string) bool { return zshReservedOptions[nam
 // zshAttrLetters maps zsh's type words to typeset flags.
 var zshAttrLetters = map[string]byte{"lower": 'l', "upper": 'u', "unique": 'U', "tag": 't', "hide": 'h', "hideval": 'H', "export": 'x'}
 
+// zshHistoryHooks is the array of zsh's zshaddhistory hooks, one of which
+// is trl's (historyNote).
+const zshHistoryHooks = "zshaddhistory_functions"
+
 func (zshState) parse(out []byte, nonce, end string) (*ShellState, error) {
 	st := &ShellState{Env: map[string]string{}, Functions: map[string]string{}, Aliases: map[string]string{}, Options: map[string]bool{}}
 	f := &fields{b: out}
@@ -143,6 +148,13 @@ func (zshState) parse(out []byte, nonce, end string) (*ShellState, error) {
 			}
 			if own(name) {
 				continue
+			}
+			if name == zshHistoryHooks {
+				// trl's own hook is machinery (historyNote); the user's
+				// are carried, and none at all is no variable.
+				if items = slices.DeleteFunc(items, reservedName); len(items) == 0 {
+					continue
+				}
 			}
 			words := strings.Split(typ, "-")
 			special := strings.Contains(typ, "-special")
@@ -275,6 +287,12 @@ func (zshState) writer(st *ShellState, base map[string]string, nonce string) str
 		}
 		if v.Attrs != "" {
 			w(`\builtin typeset -g%s %s`, v.Attrs, v.Name)
+		}
+	}
+	for _, v := range st.Vars {
+		if v.Name == zshHistoryHooks {
+			// The state's hooks replaced the session's: trl's goes back.
+			w(`%s+=(%s)`, zshHistoryHooks, trlName(nonce, "hh"))
 		}
 	}
 	for _, n := range st.Readonly {
