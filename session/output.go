@@ -251,6 +251,9 @@ func (s *Session) complete(seq int64, st Status) {
 		if s.state == StateBusy {
 			s.state = StateIdle
 		}
+		if j.announced { // a command's line, not trl's own
+			s.lastStatus = st.ExitCode
+		}
 	}
 	s.lastUsed = time.Now().UTC()
 	if broken != nil {

@@ -58,6 +58,9 @@ type Session struct {
 	cmdF       *os.File
 	cmdLen     int
 	startClaim atomic.Bool
+	// lastStatus, guarded by mu, is the status of the last command's line
+	// (not of trl's own): the next command starts with it as $?.
+	lastStatus int
 	// startEnv is the environment the shell was started with (a state
 	// applied to the session unsets what it does not name).
 	startEnv []string
@@ -315,7 +318,7 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	s.state = StateBusy
 	s.commands++
 	s.lastUsed = time.Now().UTC()
-	line := s.dialect.commandLine(s.nonce, j.seq, c, s.cmdFile(), j.stdin)
+	line := s.dialect.commandLine(s.nonce, j.seq, c, s.cmdFile(), j.stdin, s.lastStatus)
 	s.restoreTerminal()
 	s.mu.Unlock()
 

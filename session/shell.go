@@ -93,8 +93,9 @@ func recordSuffix(nonce string) string { return string(recordEnd) + nonce + stri
 // accident (`readonly __trl_n` or `unset -f __trl_run` in a command once
 // hung the session), and bash makes the functions read-only besides.
 // Their suffixes: n the line's sequence number, c the command text, r the
-// runner function, f the epilogue function, hs, hd and hh the history's
-// (historyNote); the state lines use others (state_*.go).
+// runner function, f the epilogue function, q the function that restores
+// $?, hs, hd and hh the history's (historyNote); the state lines use
+// others (state_*.go).
 func trlName(nonce, what string) string { return "_trl" + nonce + what }
 
 // The prompt is the completion signal, so PS1 is made read-only: a command
@@ -104,7 +105,16 @@ func trlName(nonce, what string) string { return "_trl" + nonce + what }
 // common is the setup every dialect shares: the runner function and an
 // empty continuation prompt.
 func common(nonce string) string {
-	return `PS2=''; PS4='+ '; ` + trlName(nonce, "r") + `() { eval "$` + trlName(nonce, "c") + `"; }; `
+	return `PS2=''; PS4='+ '; ` + trlName(nonce, "r") + `() { eval "$` + trlName(nonce, "c") + `"; }; ` + statusFunc(nonce)
+}
+
+// statusFunc defines the function a command's line calls just before the
+// command, to give it the last command's status as $?, as a person's
+// next command has it (trl's own statements on the line reset it). It
+// is the one statement right before the runner, and it returns 0 under
+// errexit, where returning the status would end the shell.
+func statusFunc(nonce string) string {
+	return trlName(nonce, "q") + `() { case $- in *e*) return 0;; esac; return "$1"; }; `
 }
 
 // posixRunner replaces common's runner for dash, whose xtrace would
@@ -150,7 +160,7 @@ var (
 			return common(nonce) + f + `() { if [[ -o emacs || -o vi ]]; then \builtin set +o emacs +o vi; fi; \builtin return "$1"; }; ` +
 				hs + `() { if [[ -o history ]]; then \builtin history -s -- "$1" || \builtin :; fi; }; ` +
 				hd + `() { if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null || \builtin :; fi; }; ` +
-				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + ` ` + hs + ` ` + hd + `; ` +
+				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + ` ` + hs + ` ` + hd + ` ` + trlName(nonce, "q") + `; ` +
 				`unset PROMPT_COMMAND HISTFILE; PS0=''; ` + trlName(nonce, "n") + `=0; ` +
 				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + recordSuffix(nonce) + `'; readonly PS1; \builtin history -c`
 		},
@@ -225,7 +235,7 @@ func writeQuoted(b *strings.Builder, s string) {
 // prefix the call, so every shell scopes them to this command and exports
 // them to its processes. stdinPath, when set, replaces the terminal as the
 // command's stdin.
-func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinPath string) []byte {
+func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinPath string, prev int) []byte {
 	var b bytes.Buffer
 	b.Grow(len(c.Text) + 200)
 	n := strconv.FormatInt(seq, 10)
@@ -242,6 +252,11 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	}
 	if d.history != nil {
 		b.WriteString(d.history(nonce, c.Text))
+	}
+	if prev != 0 {
+		// The last command's status, as $? (statusFunc); after a 0 the
+		// statements before leave it 0.
+		b.WriteString(trlName(nonce, "q") + " " + strconv.Itoa(prev) + "; ")
 	}
 	for _, kv := range sortedEnv(c.Env) {
 		b.WriteString(kv[0])
