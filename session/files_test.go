@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,15 +70,7 @@ func TestCommandFileRunsEachLineItsOwnText(t *testing.T) {
 	}
 	run := func(text string) string {
 		t.Helper()
-		k := &splitSink{}
-		j, err := s.Start(Command{Text: text}, k)
-		require.NoError(t, err)
-		select {
-		case <-j.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%q did not end", text)
-		}
-		out, errOut := k.get()
+		out, errOut, _ := run2(t, s, text)
 		return out + errOut
 	}
 	assert.Equal(t, strings.Repeat("a", 300)+"\n", run("echo "+strings.Repeat("a", 300)+" # and a long comment"))
