@@ -12,8 +12,8 @@ import (
 
 // TestNoLockHeldWhileWritingFiles: the files a line needs (bash's command
 // file, a command's stdin) are written with neither of the session's
-// locks held: at each write a hook takes mu and ioMu, and could not if
-// the writer held them.
+// locks held: at each write a hook takes mu and ioMu (lockFree), and
+// could not if the writer held them.
 func TestNoLockHeldWhileWritingFiles(t *testing.T) {
 	for _, shell := range lookShells(t) {
 		t.Run(shell, func(t *testing.T) {
@@ -23,13 +23,7 @@ func TestNoLockHeldWhileWritingFiles(t *testing.T) {
 			var mu sync.Mutex
 			var written, held []string
 			hook := func(what string) {
-				muFree, ioFree := s.mu.TryLock(), s.ioMu.TryLock()
-				if muFree {
-					s.mu.Unlock()
-				}
-				if ioFree {
-					s.ioMu.Unlock()
-				}
+				muFree, ioFree := lockFree(&s.mu, s.mu.TryLock), lockFree(&s.ioMu, s.ioMu.TryLock)
 				mu.Lock()
 				defer mu.Unlock()
 				written = append(written, what)

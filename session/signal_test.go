@@ -11,6 +11,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// lockFree reports whether l can be taken within a second (and lets it go
+// again): a lock the caller's own goroutine holds stays held all that
+// second, while one another goroutine holds for its own work is let go
+// at once.
+func lockFree(l sync.Locker, try func() bool) bool {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if try() {
+			l.Unlock()
+			return true
+		}
+	}
+	return false
+}
+
 // TestNoLockHeldWhileSignalling: every signal a session sends for a line
 // — to a command's process group, to the shell running a builtin, an
 // interrupt asked for before the shell began the line (sent when it
@@ -28,19 +42,10 @@ func TestNoLockHeldWhileSignalling(t *testing.T) {
 			require.NoError(t, err)
 			var mu sync.Mutex
 			var sent, held []string
-			free := func(l sync.Locker, try func() bool) bool {
-				for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-					if try() {
-						l.Unlock()
-						return true
-					}
-				}
-				return false
-			}
 			hook := func(pid int, sig unix.Signal) {
 				what := fmt.Sprintf("%s to %d", unix.SignalName(sig), pid)
-				muFree := free(&s.mu, s.mu.TryLock)
-				ioFree := free(&s.ioMu, s.ioMu.TryLock)
+				muFree := lockFree(&s.mu, s.mu.TryLock)
+				ioFree := lockFree(&s.ioMu, s.ioMu.TryLock)
 				mu.Lock()
 				defer mu.Unlock()
 				sent = append(sent, what)
