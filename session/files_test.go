@@ -12,7 +12,7 @@ import (
 
 // TestNoLockHeldWhileWritingFiles: the files a line needs (bash's command
 // file, a command's stdin) are written with neither of the session's
-// locks held: at each write a hook takes mu and ioMu (lockFree), and
+// locks held: at each write a hook takes mu and ioMu (lockLog), and
 // could not if the writer held them.
 func TestNoLockHeldWhileWritingFiles(t *testing.T) {
 	for _, shell := range lookShells(t) {
@@ -20,20 +20,8 @@ func TestNoLockHeldWhileWritingFiles(t *testing.T) {
 			t.Parallel()
 			s, err := newManager(t).Create(Config{Shell: shell})
 			require.NoError(t, err)
-			var mu sync.Mutex
-			var written, held []string
-			hook := func(what string) {
-				muFree, ioFree := lockFree(&s.mu, s.mu.TryLock), lockFree(&s.ioMu, s.ioMu.TryLock)
-				mu.Lock()
-				defer mu.Unlock()
-				written = append(written, what)
-				if !muFree {
-					held = append(held, what+" written with mu held")
-				}
-				if !ioFree {
-					held = append(held, what+" written with ioMu held")
-				}
-			}
+			var log lockLog
+			hook := func(what string) { log.note(s, what) }
 			s.fileHook.Store(&hook)
 			in := "from stdin\n"
 			k := &splitSink{}
@@ -42,8 +30,7 @@ func TestNoLockHeldWhileWritingFiles(t *testing.T) {
 			<-j.Done()
 			out, _ := k.get()
 			assert.Equal(t, "from stdin\n", out)
-			mu.Lock()
-			defer mu.Unlock()
+			written, held := log.get()
 			assert.Contains(t, written, "the stdin file")
 			if s.dialect.source {
 				assert.Contains(t, written, "the command file")

@@ -25,6 +25,35 @@ func lockFree(l sync.Locker, try func() bool) bool {
 	return false
 }
 
+// lockLog records what a hook saw happen and, of those, what happened
+// with one of the session's locks held (lockFree).
+type lockLog struct {
+	mu         sync.Mutex
+	seen, held []string
+}
+
+// note records what, checking mu and ioMu of s at this moment.
+func (l *lockLog) note(s *Session, what string) {
+	muFree := lockFree(&s.mu, s.mu.TryLock)
+	ioFree := lockFree(&s.ioMu, s.ioMu.TryLock)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, what)
+	if !muFree {
+		l.held = append(l.held, what+" with mu held")
+	}
+	if !ioFree {
+		l.held = append(l.held, what+" with ioMu held")
+	}
+}
+
+// get returns copies of what was seen and what was held.
+func (l *lockLog) get() (seen, held []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.seen...), append([]string(nil), l.held...)
+}
+
 // TestNoLockHeldWhileSignalling: every signal a session sends for a line
 // — to a command's process group, to the shell running a builtin, an
 // interrupt asked for before the shell began the line (sent when it
@@ -40,24 +69,10 @@ func TestNoLockHeldWhileSignalling(t *testing.T) {
 			t.Parallel()
 			s, err := newManager(t).Create(Config{Shell: shell})
 			require.NoError(t, err)
-			var mu sync.Mutex
-			var sent, held []string
-			hook := func(pid int, sig unix.Signal) {
-				what := fmt.Sprintf("%s to %d", unix.SignalName(sig), pid)
-				muFree := lockFree(&s.mu, s.mu.TryLock)
-				ioFree := lockFree(&s.ioMu, s.ioMu.TryLock)
-				mu.Lock()
-				defer mu.Unlock()
-				sent = append(sent, what)
-				if !muFree {
-					held = append(held, what+" with mu held")
-				}
-				if !ioFree {
-					held = append(held, what+" with ioMu held")
-				}
-			}
+			var log lockLog
+			hook := func(pid int, sig unix.Signal) { log.note(s, fmt.Sprintf("%s to %d", unix.SignalName(sig), pid)) }
 			s.sigHook.Store(&hook)
-			count := func() int { mu.Lock(); defer mu.Unlock(); return len(sent) }
+			count := func() int { sent, _ := log.get(); return len(sent) }
 			// Once the line is over, the follower drops what it held for
 			// it (a recheck, a chase, the 5 s watchdog) and returns.
 			wait := func(j *Line, what string) {
@@ -110,8 +125,7 @@ func TestNoLockHeldWhileSignalling(t *testing.T) {
 
 			out, _ := runIn(t, s, "echo usable")
 			assert.Equal(t, "usable\n", out)
-			mu.Lock()
-			defer mu.Unlock()
+			sent, held := log.get()
 			assert.Empty(t, held, "signals sent: %v", sent)
 		})
 	}

@@ -448,16 +448,12 @@ func (s *Session) startWithState(cfg Config, opts Options) error {
 // applyAfterStart sends the line that sources script (written by
 // prepareApply) and waits for the start and for the line.
 func (s *Session) applyAfterStart(opts Options, script string) error {
-	ss := s.dialect.state()
-	sf, release, err := s.claimState(stateErr)
+	sf, line, release, err := s.claimApply(script)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := s.prepare(sf, script); err != nil {
-		return err
-	}
-	j, _, err := s.sendOwn(ss.line(s.nonce, sf.path(stateSh), sf.path(stateErr), false))
+	j, _, err := s.sendOwn(line)
 	if err != nil {
 		return err
 	}
@@ -490,33 +486,41 @@ func (s *Session) prepareApply(st *ShellState) (string, error) {
 		apply.rehome(s.lease.home)
 	}
 	script := ss.writer(&apply, base, s.nonce)
-	sf, release, err := s.claimState(stateErr)
+	_, _, release, err := s.claimApply(script)
 	if err != nil {
 		return "", err
 	}
-	defer release()
-	if err := s.prepare(sf, script); err != nil {
-		return "", err
-	}
+	release()
 	return script, nil
 }
 
 // runApply runs the file prepareApply wrote (writing it again if
 // something else was written meanwhile).
 func (s *Session) runApply(ctx context.Context, script string) error {
-	ss := s.dialect.state()
-	sf, release, err := s.claimState(stateErr)
+	sf, line, release, err := s.claimApply(script)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := s.prepare(sf, script); err != nil {
-		return err
-	}
-	if _, err := s.runOwn(ctx, ss.line(s.nonce, sf.path(stateSh), sf.path(stateErr), false)); err != nil {
+	if _, err := s.runOwn(ctx, line); err != nil {
 		return err
 	}
 	return s.applyErrors(sf)
+}
+
+// claimApply claims the state files (claimState), puts script in the one
+// the shell sources, and returns the line that applies it; release ends
+// the claim.
+func (s *Session) claimApply(script string) (sf stateFiles, line string, release func(), err error) {
+	sf, release, err = s.claimState(stateErr)
+	if err != nil {
+		return sf, "", nil, err
+	}
+	if err := s.prepare(sf, script); err != nil {
+		release()
+		return sf, "", nil, err
+	}
+	return sf, s.dialect.state().line(s.nonce, sf.path(stateSh), sf.path(stateErr), false), release, nil
 }
 
 // applyErrors fails with what the line that applied a state wrote on
