@@ -21,9 +21,10 @@
 //
 // A command is sent as `_trl<nonce>c='<text>'; _trl<nonce>r <&3 >&3 2>&4 3<&- 4>&-`
 // (and `5>&-` where there is an fd 5; bash's and zsh's lines also put the
-// text in the shell's history in place of the line, see historyNote, and
+// text in the shell's history in place of the line, see historyNote,
 // after a failed command a call gives the next one its status as $?, see
-// statusFunc):
+// statusFunc, and the runner keeps the text's status in a variable the
+// prompt reads, see errexitNote):
 // the text runs through eval inside a function whose fds are the terminal
 // and the stderr pipe, with the command and control pipes out of reach.
 // All three standard fds are re-pointed for each command line, so a

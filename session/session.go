@@ -267,7 +267,7 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 		oomBase = s.lim.oomKills()
 	}
 	if s.dialect.source {
-		if err := s.writeCommand(c.Text); err != nil {
+		if err := s.writeCommand(bashCommandFile(s.nonce, c.Text)); err != nil {
 			return nil, err
 		}
 	}

@@ -43,6 +43,10 @@ type dialect struct {
 	// with interrupts held off (INTOFF), so sh gets no fd 5, and its
 	// lines one redirection fewer (five syscalls, a few µs a command).
 	spareStderr bool
+	// sepVar, when set, has the line put captureSep's separator in a
+	// variable of its own rather than at the end of _trl<nonce>c, which
+	// the history statement uses as the command's text (zsh).
+	sepVar bool
 	// history, when set, returns the statement, run just before the
 	// command, that puts its text in the shell's history in place of
 	// trl's line (see historyNote).
@@ -110,20 +114,119 @@ func common(nonce string) string {
 
 // statusFunc defines the function a command's line calls just before the
 // command, to give it the last command's status as $?, as a person's
-// next command has it (trl's own statements on the line reset it). It
-// is the one statement right before the runner, and it returns 0 under
-// errexit, where returning the status would end the shell.
+// next command has it (trl's own statements on the line reset it). The
+// line calls it as `_trl<nonce>q N && :`: a failure left of && neither
+// ends the shell under errexit nor fires an ERR trap, and leaves $? N.
 func statusFunc(nonce string) string {
-	return trlName(nonce, "q") + `() { case $- in *e*) return 0;; esac; return "$1"; }; `
+	return trlName(nonce, "q") + `() { return "$1"; }; `
 }
+
+// errexitNote: under errexit (`set -e`) a person's shell survives a
+// command such as `grep -q x f && echo found` that fails inside an &&
+// list; errexit ignores that failure. trl runs the text through eval (sh,
+// zsh) or `.` (bash), and those return the list's status as a simple
+// command's, to which errexit does apply: the shell would exit. So the
+// text is followed, where it runs, by a statement that keeps its status
+// in _trl<nonce>s (statusCapture): eval and `.` then return 0, and the
+// prompt's record takes the status from that variable, which each
+// command line empties first (an interrupted or returned-from command
+// never reaches it, and the record falls back to $?). A failing simple
+// command still ends the shell under errexit inside the text, as it ends
+// a person's.
+//
+// The statement goes on the text's last line (captureSep), so that a
+// syntax error's line number is the one a person sees, unless a comment
+// could be there to swallow it: then it goes on a line of its own. A
+// text it could change, or that could run on into it, runs without it,
+// its status taken as before: one ending in an operator or a word that
+// continues onto the next line or in a backslash, one holding a
+// here-document or here-string (an unended delimiter would take the
+// statement into the body), one naming history (bash records each line
+// of a command file read after a `set -o history` in it).
+// bash traces the statement's `case` under xtrace ("+ case $- in").
+
+// captureSep returns what goes between text and the statement that
+// captures its status, and whether there is to be one (errexitNote).
+func captureSep(text string) (string, bool) {
+	if strings.Contains(text, "<<") || strings.Contains(text, "history") {
+		return "", false
+	}
+	t := strings.TrimRight(text, " \t")
+	if strings.TrimSpace(t) == "" {
+		return "", false
+	}
+	if strings.HasSuffix(t, "\n") {
+		return "", true
+	}
+	last := t[strings.LastIndexByte(t, '\n')+1:]
+	words := strings.FieldsFunc(last, func(r rune) bool { return r == ' ' || r == '\t' || r == ';' })
+	if len(words) > 0 && continues[words[len(words)-1]] {
+		return "", false
+	}
+	for _, end := range []string{"&&", "||", "|", "|&", ";;", ";&", "\\", "(", "{"} {
+		if strings.HasSuffix(t, end) {
+			return "", false
+		}
+	}
+	switch {
+	case strings.ContainsRune(last, '#'):
+		return "\n", true
+	case strings.HasSuffix(t, ";"), strings.HasSuffix(t, "&"):
+		return " ", true
+	}
+	return "; ", true
+}
+
+// continues holds the words after which a line goes on: the statement
+// after them would be a syntax error of its own.
+var continues = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "while": true, "until": true,
+	"do": true, "case": true, "in": true, "for": true, "select": true, "function": true,
+	"time": true, "coproc": true, "!": true, "{": true, "(": true,
+}
+
+// statusCapture is the statement that follows a command's text (see
+// errexitNote). traced is the form for a shell tracing into the command's
+// stderr: the assignment runs with stderr and stdout (a BASH_XTRACEFD=1)
+// closed, so its trace goes nowhere.
+func statusCapture(nonce string, traced bool) string {
+	s := trlName(nonce, "s")
+	if traced {
+		return `{ ` + s + `=$?; } 2>&- >&-`
+	}
+	return s + `=$?`
+}
+
+// bashCommandFile is what bash's command file holds: the text, then,
+// where it captures its status, the capture in both forms under a case
+// on xtrace, on a line of its own: bash repeats the line of a syntax
+// error in its message ("bash: `echo a; fi'"), which would show it.
+func bashCommandFile(nonce, text string) string {
+	sep, ok := captureSep(text)
+	if !ok {
+		return text
+	}
+	if sep != "" {
+		sep = "\n"
+	}
+	return text + sep + "case $- in *x*) " + statusCapture(nonce, true) + ";; *) " + statusCapture(nonce, false) + ";; esac\n"
+}
+
+// statusField is the record's status: the captured one, else $?.
+func statusField(nonce string) string { return "${" + trlName(nonce, "s") + ":-$?}" }
 
 // posixRunner replaces common's runner for dash, whose xtrace would
 // print trl's own `eval <command>` into the command's stderr: with
 // xtrace on, it is turned off (silently) around the eval and back on
-// inside it, so only the command's own lines are traced.
+// inside it, so only the command's own lines are traced. It defines two
+// runners: r runs the text, which the line ends with the separator
+// (captureSep), then statusCapture; p runs the text alone.
 func posixRunner(nonce string) string {
+	runner := func(name, c, tail, traced string) string {
+		return trlName(nonce, name) + `() { case $- in *x*) { set +x; } 2>/dev/null; eval "set -x; "` + c + traced + `;; *) eval ` + c + tail + `;; esac; }; `
+	}
 	c := `"$` + trlName(nonce, "c") + `"`
-	return trlName(nonce, "r") + `() { case $- in *x*) { set +x; } 2>/dev/null; eval "set -x; "` + c + `;; *) eval ` + c + `;; esac; }; `
+	return runner("r", c, quote(statusCapture(nonce, false)), quote(statusCapture(nonce, true))) + runner("p", c, "", "")
 }
 
 func plainSeq(nonce string) string { return trlName(nonce, "n") + "=" }
@@ -135,7 +238,7 @@ var (
 		seqVar: plainSeq,
 		printf: `\command printf`,
 		init: func(nonce string) string {
-			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + recordSuffix(nonce) + `'; readonly PS1`
+			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:` + statusField(nonce) + `:$PWD` + recordSuffix(nonce) + `'; readonly PS1`
 		},
 	}
 	// bash: line editing stays off whatever a command does. `set -o vi`
@@ -162,7 +265,7 @@ var (
 				hd + `() { if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null || \builtin :; fi; }; ` +
 				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + ` ` + hs + ` ` + hd + ` ` + trlName(nonce, "q") + `; ` +
 				`unset PROMPT_COMMAND HISTFILE; PS0=''; ` + trlName(nonce, "n") + `=0; ` +
-				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:$?:$PWD` + recordSuffix(nonce) + `'; readonly PS1; \builtin history -c`
+				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:` + statusField(nonce) + `:$PWD` + recordSuffix(nonce) + `'; readonly PS1; \builtin history -c`
 		},
 	}
 	// zsh: the runner calls `\builtin eval`, so a function named eval
@@ -178,13 +281,22 @@ var (
 		epilogue:    true,
 		innerStdout: true,
 		spareStderr: true,
+		sepVar:      true,
 		history:     func(nonce, _ string) string { return `\builtin print -rs -- "$` + trlName(nonce, "c") + `"; ` },
 		init: func(nonce string) string {
 			h := trlName(nonce, "hh")
-			return " " + common(nonce) + trlName(nonce, "r") + `() { \builtin eval "$` + trlName(nonce, "c") + `" >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
+			// zsh traces to the stderr it started with (the control
+			// pipe), never the command's, but a DEBUG trap fires before
+			// every statement: r's eval puts the text in a group that
+			// alone writes to the terminal, so that the trap's output for
+			// the capture after it goes where trl's own statements' goes.
+			c := `"$` + trlName(nonce, "c") + `"`
+			cx := `"$` + trlName(nonce, "c") + `$` + trlName(nonce, "x") + `"`
+			return " " + common(nonce) + trlName(nonce, "r") + `() { \builtin eval '{ '` + cx + `'} >&3 3>&-; '` + quote(statusCapture(nonce, false)) + `; }; ` +
+				trlName(nonce, "p") + `() { \builtin eval ` + c + ` >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
 				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
 				trlName(nonce, "f") + ` 0; ` + h + `() { \builtin emulate -L zsh; [[ $1 != psvar\[1\]=* ]] }; zshaddhistory_functions+=(` + h + `); \builtin unsetopt HIST_IGNORE_SPACE; ` +
-				`PS1='` + recordPrefix(nonce) + `%1v:%?:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`
+				`PS1='` + recordPrefix(nonce) + `%1v:` + statusField(nonce) + `:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`
 		},
 	}
 )
@@ -241,13 +353,22 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	n := strconv.FormatInt(seq, 10)
 	b.WriteString(d.seqVar(nonce))
 	b.WriteString(n)
+	b.WriteString(" " + trlName(nonce, "s") + "=") // no status captured yet (errexitNote)
 	// The start record: the shell has parsed the line and runs it. The
 	// shell's own stdout is the control pipe.
 	b.WriteString("; " + d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037" + nonce + "\\037'; ")
+	sep, capture := captureSep(c.Text)
 	if !d.source {
+		text := c.Text
+		if capture && !d.sepVar {
+			text += sep
+		}
 		b.WriteString(trlName(nonce, "c"))
 		b.WriteByte('=')
-		b.WriteString(quote(c.Text))
+		b.WriteString(quote(text))
+		if capture && d.sepVar {
+			b.WriteString(" " + trlName(nonce, "x") + "=" + quote(sep))
+		}
 		b.WriteString("; ")
 	}
 	if d.history != nil {
@@ -256,7 +377,7 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	if prev != 0 {
 		// The last command's status, as $? (statusFunc); after a 0 the
 		// statements before leave it 0.
-		b.WriteString(trlName(nonce, "q") + " " + strconv.Itoa(prev) + "; ")
+		b.WriteString(trlName(nonce, "q") + " " + strconv.Itoa(prev) + " && :; ")
 	}
 	for _, kv := range sortedEnv(c.Env) {
 		b.WriteString(kv[0])
@@ -270,9 +391,10 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 		b.WriteString("\\. ")
 		b.WriteString(quote(cmdFile))
 		b.WriteByte(' ')
+	} else if capture {
+		b.WriteString(trlName(nonce, "r") + " ")
 	} else {
-		b.WriteString(trlName(nonce, "r"))
-		b.WriteByte(' ')
+		b.WriteString(trlName(nonce, "p") + " ")
 	}
 	// fd 5 (the spare stderr pipe, see settle), where there is one, is
 	// out of the command's reach. It is closed first so that bash
