@@ -76,7 +76,8 @@ type dialect struct {
 //     line adds the command's text with `print -rs` before running it
 //     (`fc -l` lists the commands before the one running it). The hook
 //     runs under zsh's own options (`emulate -L`): a refusal under the
-//     user's errexit would end the shell. The init line
+//     user's errexit would end the shell; and it refuses with `! [[ … ]]`,
+//     a status a user's ZERR trap is not run for. The init line
 //     begins with a space and zsh starts with HIST_IGNORE_SPACE, which
 //     the init line turns off again.
 
@@ -295,7 +296,7 @@ var (
 			return " " + common(nonce) + trlName(nonce, "r") + `() { \builtin eval '{ '` + cx + `'} >&3 3>&-; '` + quote(statusCapture(nonce, false)) + `; }; ` +
 				trlName(nonce, "p") + `() { \builtin eval ` + c + ` >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
 				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
-				trlName(nonce, "f") + ` 0; ` + h + `() { \builtin emulate -L zsh; [[ $1 != psvar\[1\]=* ]] }; zshaddhistory_functions+=(` + h + `); \builtin unsetopt HIST_IGNORE_SPACE; ` +
+				trlName(nonce, "f") + ` 0; ` + h + `() { \builtin emulate -L zsh; ! [[ $1 == psvar\[1\]=* ]] }; zshaddhistory_functions+=(` + h + `); \builtin unsetopt HIST_IGNORE_SPACE; ` +
 				`PS1='` + recordPrefix(nonce) + `%1v:` + statusField(nonce) + `:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`
 		},
 	}
