@@ -11,7 +11,7 @@
 //	0  command pipe   the daemon writes one command line per command
 //	1  control pipe   the shell's own stdout (see below), as fd 2
 //	2  control pipe   the shell's own prompt, which we set to a record
-//	                  "\x1eTRL:<nonce>:<seq>:<status>:<cwd>\x1f<nonce>\x1f"
+//	                  "\x1eTRL:<nonce>:<seq>:<status>:<$->:<cwd>\x1f<nonce>\x1f"
 //	                  (the nonce in the end marker lets the cwd hold any byte)
 //	3  PTY slave      stdin and stdout of commands (fds 0 and 1 are
 //	                  re-pointed here); the controlling terminal
@@ -23,8 +23,8 @@
 // (and `5>&-` where there is an fd 5; bash's and zsh's lines also put the
 // text in the shell's history in place of the line, see historyNote,
 // after a failed command a call gives the next one its status as $?, see
-// statusFunc, and the runner keeps the text's status in a variable the
-// prompt reads, see errexitNote):
+// statusFunc, and under errexit the text is followed by a statement that
+// keeps its status for the prompt, see errexitNote):
 // the text runs through eval inside a function whose fds are the terminal
 // and the stderr pipe, with the command and control pipes out of reach.
 // All three standard fds are re-pointed for each command line, so a

@@ -40,6 +40,9 @@ func (s *Session) readControl() {
 				s.log.Debug().Bytes("noise", s.maskLog(noise)).Msg("shell said")
 			}
 			for _, r := range recs {
+				if !r.start && r.valid {
+					s.errexit.Store(r.errexit)
+				}
 				switch {
 				case r.start:
 					s.started(r.seq)

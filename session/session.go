@@ -61,6 +61,11 @@ type Session struct {
 	// lastStatus, guarded by mu, is the status of the last command's line
 	// (not of trl's own): the next command starts with it as $?.
 	lastStatus int
+	// errexit is whether the shell's errexit was on at its last prompt;
+	// captured, guarded by mu, whether the last command's line captured
+	// its status (errexitNote).
+	errexit  atomic.Bool
+	captured bool
 	// startEnv is the environment the shell was started with (a state
 	// applied to the session unsets what it does not name).
 	startEnv []string
@@ -266,8 +271,9 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	if s.limits.MemoryMB > 0 {
 		oomBase = s.lim.oomKills()
 	}
+	st := capturing{capture: captures(c.Text, s.errexit.Load(), s.dialect.lang)}
 	if s.dialect.source {
-		if err := s.writeCommand(bashCommandFile(s.nonce, c.Text)); err != nil {
+		if err := s.writeCommand(bashCommandFile(s.nonce, c.Text, st)); err != nil {
 			return nil, err
 		}
 	}
@@ -318,7 +324,8 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	s.state = StateBusy
 	s.commands++
 	s.lastUsed = time.Now().UTC()
-	line := s.dialect.commandLine(s.nonce, j.seq, c, s.cmdFile(), j.stdin, s.lastStatus)
+	st.reset, s.captured = s.captured, st.capture
+	line := s.dialect.commandLine(s.nonce, j.seq, c, s.cmdFile(), j.stdin, s.lastStatus, st)
 	s.restoreTerminal()
 	s.mu.Unlock()
 

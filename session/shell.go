@@ -3,9 +3,12 @@ package session
 import (
 	"bytes"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // dialect is what differs between shells: how to start one interactive
@@ -43,10 +46,14 @@ type dialect struct {
 	// with interrupts held off (INTOFF), so sh gets no fd 5, and its
 	// lines one redirection fewer (five syscalls, a few µs a command).
 	spareStderr bool
-	// sepVar, when set, has the line put captureSep's separator in a
-	// variable of its own rather than at the end of _trl<nonce>c, which
-	// the history statement uses as the command's text (zsh).
-	sepVar bool
+	// lang is the grammar a command's text is checked against before a
+	// status capture is appended to it (errexitNote).
+	lang syntax.LangVariant
+	// captureRunner, when set, has the line run a text that captures its
+	// status with the runner _trl<nonce>rc, which appends the capture
+	// itself, rather than with the capture appended to _trl<nonce>c,
+	// which the history statement uses as the command's text (zsh).
+	captureRunner bool
 	// history, when set, returns the statement, run just before the
 	// command, that puts its text in the shell's history in place of
 	// trl's line (see historyNote).
@@ -126,91 +133,73 @@ func statusFunc(nonce string) string {
 // command such as `grep -q x f && echo found` that fails inside an &&
 // list; errexit ignores that failure. trl runs the text through eval (sh,
 // zsh) or `.` (bash), and those return the list's status as a simple
-// command's, to which errexit does apply: the shell would exit. So the
-// text is followed, where it runs, by a statement that keeps its status
-// in _trl<nonce>s (statusCapture): eval and `.` then return 0, and the
-// prompt's record takes the status from that variable, which each
-// command line empties first (an interrupted or returned-from command
-// never reaches it, and the record falls back to $?). A failing simple
-// command still ends the shell under errexit inside the text, as it ends
+// command's, to which errexit does apply: the shell would exit. So while
+// errexit is on, the text is followed, where it runs, by a statement that
+// keeps its status in _trl<nonce>s (statusCapture): eval and `.` then
+// return 0, and the prompt's record takes the status from that variable
+// (${_trl<nonce>s:-$?}), which the next command line empties again. A
+// failing simple command still ends the shell inside the text, as it ends
 // a person's.
 //
-// The statement goes on the text's last line (captureSep), so that a
-// syntax error's line number is the one a person sees, unless a comment
-// could be there to swallow it: then it goes on a line of its own. A
-// text it could change, or that could run on into it, runs without it,
-// its status taken as before: one ending in an operator or a word that
-// continues onto the next line or in a backslash, one holding a
-// here-document or here-string (an unended delimiter would take the
-// statement into the body), one naming history (bash records each line
-// of a command file read after a `set -o history` in it).
-// bash traces the statement's `case` under xtrace ("+ case $- in").
+// Appending to a command's text is safe only when the text is a complete
+// program, so the text is parsed first (mvdan.cc/sh: POSIX for sh, bash's
+// grammar for bash and for zsh, whose own syntax then runs as it did) and
+// the statement goes on a line of its own after it. A
+// text that does not parse, that ends in a backslash, or that names
+// history (bash records every line of a command file read after a
+// `set -o history` in it) runs as it did. The shell's errexit is read
+// from each prompt record ($- is a field of it), and a text that turns it
+// on itself (`set -e`, `set -euo pipefail`, errexit) counts as under it.
+// With errexit off, nothing is added: the line is what it was.
 
-// captureSep returns what goes between text and the statement that
-// captures its status, and whether there is to be one (errexitNote).
-func captureSep(text string) (string, bool) {
-	if strings.Contains(text, "<<") || strings.Contains(text, "history") {
-		return "", false
+// captures reports whether text runs with statusCapture after it (see
+// errexitNote): errexit is on, or the text may turn it on, and the text
+// is a complete program in lang.
+func captures(text string, errexit bool, lang syntax.LangVariant) bool {
+	if !errexit && !strings.Contains(text, "errexit") && !setsErrexit.MatchString(text) {
+		return false
 	}
-	t := strings.TrimRight(text, " \t")
-	if strings.TrimSpace(t) == "" {
-		return "", false
+	if strings.Contains(text, "history") || strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), "\\") {
+		return false
 	}
-	if strings.HasSuffix(t, "\n") {
-		return "", true
-	}
-	last := t[strings.LastIndexByte(t, '\n')+1:]
-	words := strings.FieldsFunc(last, func(r rune) bool { return r == ' ' || r == '\t' || r == ';' })
-	if len(words) > 0 && continues[words[len(words)-1]] {
-		return "", false
-	}
-	for _, end := range []string{"&&", "||", "|", "|&", ";;", ";&", "\\", "(", "{"} {
-		if strings.HasSuffix(t, end) {
-			return "", false
-		}
-	}
-	switch {
-	case strings.ContainsRune(last, '#'):
-		return "\n", true
-	case strings.HasSuffix(t, ";"), strings.HasSuffix(t, "&"):
-		return " ", true
-	}
-	return "; ", true
+	p := syntax.NewParser(syntax.Variant(lang))
+	_, err := p.Parse(strings.NewReader(text), "")
+	return err == nil
 }
 
-// continues holds the words after which a line goes on: the statement
-// after them would be a syntax error of its own.
-var continues = map[string]bool{
-	"if": true, "then": true, "else": true, "elif": true, "while": true, "until": true,
-	"do": true, "case": true, "in": true, "for": true, "select": true, "function": true,
-	"time": true, "coproc": true, "!": true, "{": true, "(": true,
+// setsErrexit matches a set command whose flags include e.
+var setsErrexit = regexp.MustCompile(`(^|[^[:alnum:]_])set[ \t]+-[[:alpha:]]*e`)
+
+// capturing is how a command line treats its command's status
+// (errexitNote).
+type capturing struct {
+	capture bool // the text is followed by the status capture
+	reset   bool // the line before captured: its value is emptied first
+}
+
+// withCapture is text with the capture on a line of its own after it.
+func withCapture(text, capture string) string {
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return text + capture
 }
 
 // statusCapture is the statement that follows a command's text (see
-// errexitNote). traced is the form for a shell tracing into the command's
-// stderr: the assignment runs with stderr and stdout (a BASH_XTRACEFD=1)
-// closed, so its trace goes nowhere.
-func statusCapture(nonce string, traced bool) string {
-	s := trlName(nonce, "s")
-	if traced {
-		return `{ ` + s + `=$?; } 2>&- >&-`
-	}
-	return s + `=$?`
+// errexitNote). It runs with stderr closed, so that xtrace, which dash
+// and bash write to the command's stderr, does not show it (bash's
+// BASH_XTRACEFD, when it names another fd, still does).
+func statusCapture(nonce string) string {
+	return `{ ` + trlName(nonce, "s") + `=$?; } 2>&-`
 }
 
-// bashCommandFile is what bash's command file holds: the text, then,
-// where it captures its status, the capture in both forms under a case
-// on xtrace, on a line of its own: bash repeats the line of a syntax
-// error in its message ("bash: `echo a; fi'"), which would show it.
-func bashCommandFile(nonce, text string) string {
-	sep, ok := captureSep(text)
-	if !ok {
+// bashCommandFile is what bash's command file holds for c: its text,
+// then the capture when st says so.
+func bashCommandFile(nonce, text string, st capturing) string {
+	if !st.capture {
 		return text
 	}
-	if sep != "" {
-		sep = "\n"
-	}
-	return text + sep + "case $- in *x*) " + statusCapture(nonce, true) + ";; *) " + statusCapture(nonce, false) + ";; esac\n"
+	return withCapture(text, statusCapture(nonce)+"\n")
 }
 
 // statusField is the record's status: the captured one, else $?.
@@ -219,15 +208,10 @@ func statusField(nonce string) string { return "${" + trlName(nonce, "s") + ":-$
 // posixRunner replaces common's runner for dash, whose xtrace would
 // print trl's own `eval <command>` into the command's stderr: with
 // xtrace on, it is turned off (silently) around the eval and back on
-// inside it, so only the command's own lines are traced. It defines two
-// runners: r runs the text, which the line ends with the separator
-// (captureSep), then statusCapture; p runs the text alone.
+// inside it, so only the command's own lines are traced.
 func posixRunner(nonce string) string {
-	runner := func(name, c, tail, traced string) string {
-		return trlName(nonce, name) + `() { case $- in *x*) { set +x; } 2>/dev/null; eval "set -x; "` + c + traced + `;; *) eval ` + c + tail + `;; esac; }; `
-	}
 	c := `"$` + trlName(nonce, "c") + `"`
-	return runner("r", c, quote(statusCapture(nonce, false)), quote(statusCapture(nonce, true))) + runner("p", c, "", "")
+	return trlName(nonce, "r") + `() { case $- in *x*) { set +x; } 2>/dev/null; eval "set -x; "` + c + `;; *) eval ` + c + `;; esac; }; `
 }
 
 func plainSeq(nonce string) string { return trlName(nonce, "n") + "=" }
@@ -238,8 +222,9 @@ var (
 		args:   []string{"-i"},
 		seqVar: plainSeq,
 		printf: `\command printf`,
+		lang:   syntax.LangPOSIX,
 		init: func(nonce string) string {
-			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:` + statusField(nonce) + `:$PWD` + recordSuffix(nonce) + `'; readonly PS1`
+			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:` + statusField(nonce) + `:$-:$PWD` + recordSuffix(nonce) + `'; readonly PS1`
 		},
 	}
 	// bash: line editing stays off whatever a command does. `set -o vi`
@@ -254,6 +239,7 @@ var (
 		source:      true,
 		epilogue:    true,
 		spareStderr: true,
+		lang:        syntax.LangBash,
 		history:     func(nonce, text string) string { return trlName(nonce, "hs") + " " + quote(text) + "; " },
 		forget:      func(nonce string) string { return "; " + trlName(nonce, "hd") },
 		init: func(nonce string) string {
@@ -266,7 +252,7 @@ var (
 				hd + `() { if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null || \builtin :; fi; }; ` +
 				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + ` ` + hs + ` ` + hd + ` ` + trlName(nonce, "q") + `; ` +
 				`unset PROMPT_COMMAND HISTFILE; PS0=''; ` + trlName(nonce, "n") + `=0; ` +
-				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:` + statusField(nonce) + `:$PWD` + recordSuffix(nonce) + `'; readonly PS1; \builtin history -c`
+				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:` + statusField(nonce) + `:$-:$PWD` + recordSuffix(nonce) + `'; readonly PS1; \builtin history -c`
 		},
 	}
 	// zsh: the runner calls `\builtin eval`, so a function named eval
@@ -275,29 +261,29 @@ var (
 	// not %d, which shows control characters as ^X. The epilogue puts
 	// back the prompt options a command may have changed.
 	zshShell = dialect{
-		name:        "zsh",
-		args:        []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr", "--histignorespace"},
-		seqVar:      func(string) string { return "psvar[1]=" },
-		printf:      `\builtin printf`,
-		epilogue:    true,
-		innerStdout: true,
-		spareStderr: true,
-		sepVar:      true,
-		history:     func(nonce, _ string) string { return `\builtin print -rs -- "$` + trlName(nonce, "c") + `"; ` },
+		name:          "zsh",
+		args:          []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr", "--histignorespace"},
+		seqVar:        func(string) string { return "psvar[1]=" },
+		printf:        `\builtin printf`,
+		epilogue:      true,
+		innerStdout:   true,
+		spareStderr:   true,
+		lang:          syntax.LangBash,
+		captureRunner: true,
+		history:       func(nonce, _ string) string { return `\builtin print -rs -- "$` + trlName(nonce, "c") + `"; ` },
 		init: func(nonce string) string {
 			h := trlName(nonce, "hh")
+			// The capturing runner rc puts the text in a group that alone
+			// writes to the terminal, so that a DEBUG trap's output for
+			// the capture after it goes where trl's own statements' goes;
 			// zsh traces to the stderr it started with (the control
-			// pipe), never the command's, but a DEBUG trap fires before
-			// every statement: r's eval puts the text in a group that
-			// alone writes to the terminal, so that the trap's output for
-			// the capture after it goes where trl's own statements' goes.
+			// pipe), never the command's.
 			c := `"$` + trlName(nonce, "c") + `"`
-			cx := `"$` + trlName(nonce, "c") + `$` + trlName(nonce, "x") + `"`
-			return " " + common(nonce) + trlName(nonce, "r") + `() { \builtin eval '{ '` + cx + `'} >&3 3>&-; '` + quote(statusCapture(nonce, false)) + `; }; ` +
-				trlName(nonce, "p") + `() { \builtin eval ` + c + ` >&3 3>&-; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
+			return " " + common(nonce) + trlName(nonce, "r") + `() { \builtin eval ` + c + ` >&3 3>&-; }; ` +
+				trlName(nonce, "rc") + `() { \builtin eval '{ '` + c + `$'\n} >&3 3>&-; '` + quote(statusCapture(nonce)) + `; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
 				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
 				trlName(nonce, "f") + ` 0; ` + h + `() { \builtin emulate -L zsh; ! [[ $1 == psvar\[1\]=* ]] }; zshaddhistory_functions+=(` + h + `); \builtin unsetopt HIST_IGNORE_SPACE; ` +
-				`PS1='` + recordPrefix(nonce) + `%1v:` + statusField(nonce) + `:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`
+				`PS1='` + recordPrefix(nonce) + `%1v:` + statusField(nonce) + `:$-:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`
 		},
 	}
 )
@@ -348,28 +334,30 @@ func writeQuoted(b *strings.Builder, s string) {
 // prefix the call, so every shell scopes them to this command and exports
 // them to its processes. stdinPath, when set, replaces the terminal as the
 // command's stdin.
-func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinPath string, prev int) []byte {
+//
+// st says how the line treats the command's status (errexitNote): capture
+// appends the status capture to the text, reset empties the variable a
+// capture on the line before set.
+func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinPath string, prev int, st capturing) []byte {
 	var b bytes.Buffer
 	b.Grow(len(c.Text) + 200)
 	n := strconv.FormatInt(seq, 10)
 	b.WriteString(d.seqVar(nonce))
 	b.WriteString(n)
-	b.WriteString(" " + trlName(nonce, "s") + "=") // no status captured yet (errexitNote)
+	if st.reset {
+		b.WriteString(" " + trlName(nonce, "s") + "=")
+	}
 	// The start record: the shell has parsed the line and runs it. The
 	// shell's own stdout is the control pipe.
 	b.WriteString("; " + d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037" + nonce + "\\037'; ")
-	sep, capture := captureSep(c.Text)
 	if !d.source {
 		text := c.Text
-		if capture && !d.sepVar {
-			text += sep
+		if st.capture && !d.captureRunner {
+			text = withCapture(text, statusCapture(nonce))
 		}
 		b.WriteString(trlName(nonce, "c"))
 		b.WriteByte('=')
 		b.WriteString(quote(text))
-		if capture && d.sepVar {
-			b.WriteString(" " + trlName(nonce, "x") + "=" + quote(sep))
-		}
 		b.WriteString("; ")
 	}
 	if d.history != nil {
@@ -392,10 +380,10 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 		b.WriteString("\\. ")
 		b.WriteString(quote(cmdFile))
 		b.WriteByte(' ')
-	} else if capture {
-		b.WriteString(trlName(nonce, "r") + " ")
+	} else if st.capture && d.captureRunner {
+		b.WriteString(trlName(nonce, "rc") + " ")
 	} else {
-		b.WriteString(trlName(nonce, "p") + " ")
+		b.WriteString(trlName(nonce, "r") + " ")
 	}
 	// fd 5 (the spare stderr pipe, see settle), where there is one, is
 	// out of the command's reach. It is closed first so that bash
@@ -418,7 +406,9 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 		b.WriteString(" >&3 2>&4 3<&- 4>&-")
 	}
 	if d.epilogue {
-		b.WriteString("; " + trlName(nonce, "f") + " $?")
+		// Left of &&, the epilogue's return of a failure fires no ERR
+		// trap (the command's own failure did already).
+		b.WriteString("; " + trlName(nonce, "f") + " $? && :")
 	}
 	b.WriteByte('\n')
 	return b.Bytes()
@@ -434,6 +424,8 @@ type record struct {
 	valid  bool
 	status int
 	cwd    string
+	// errexit is set when the shell's options ($-) held e at the prompt.
+	errexit bool
 }
 
 // recordParser finds prompt records in the control pipe's bytes. Anything
@@ -474,8 +466,9 @@ func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
 			continue
 		}
 		seq, rest2, _ := strings.Cut(body, ":")
-		status, cwd, _ := strings.Cut(rest2, ":")
-		r := record{cwd: cwd, valid: true}
+		status, rest3, _ := strings.Cut(rest2, ":")
+		flags, cwd, _ := strings.Cut(rest3, ":")
+		r := record{cwd: cwd, valid: true, errexit: strings.Contains(flags, "e")}
 		var err error
 		if r.seq, err = strconv.ParseInt(seq, 10, 64); err != nil {
 			r.seq = -2 // matches no command

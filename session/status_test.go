@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // TestLastStatusIsDollarQuestion: a command starts with the last command's
@@ -93,6 +94,7 @@ func TestErrexitKeepsTheSession(t *testing.T) {
 			"false && true;":                         1,
 			"false && true\n":                        1,
 			"echo x >/dev/null; false && true":       1,
+			"set -eu; false && true":                 1,
 		} {
 			out, errOut, st := run(cmd)
 			assert.Equal(t, code, st.ExitCode, "%q", cmd)
@@ -101,12 +103,34 @@ func TestErrexitKeepsTheSession(t *testing.T) {
 			out, _, _ = run("echo $?")
 			assert.Equal(t, strconv.Itoa(code)+"\n", out, "$? after %q", cmd)
 		}
+		// Texts a status capture could break run as they do in a shell.
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f1"), nil, 0o644))
+		out, _, st := run("find " + quote(dir) + " -name f1 -exec echo found {} \\;")
+		assert.Equal(t, "found "+filepath.Join(dir, "f1")+"\n", out)
+		assert.Equal(t, 0, st.ExitCode)
+		out, _, _ = run("echo a\\;")
+		assert.Equal(t, "a;\n", out)
+		out, _, _ = run("printf '%s.' run \\\n  -it img \\\n")
+		assert.Equal(t, "run.-it.img.", out)
+		out, _, _ = run("echo a # b")
+		assert.Equal(t, "a\n", out)
 		// The status is the command's own, not a capture left by an
 		// earlier one, when the capture is not reached or not there.
-		_, _, st := run("false && true")
+		_, _, st = run("false && true")
 		require.Equal(t, 1, st.ExitCode)
 		_, _, st = run("cat <<EOF\nheredoc\nEOF")
-		assert.Equal(t, 0, st.ExitCode, "a here-document runs without the capture")
+		assert.Equal(t, 0, st.ExitCode)
+		_, _, st = run("cat >/dev/null <<EOF\nheredoc\nEOF\nfalse && true")
+		assert.Equal(t, 1, st.ExitCode, "a here-document, then a failing && list")
+		// Under xtrace the capture is not traced.
+		_, errOut, _ := run("set -x")
+		assert.NotContains(t, errOut, "_trl")
+		out, errOut, _ = run("echo traced")
+		assert.Equal(t, "traced\n", out)
+		assert.NotContains(t, errOut, "_trl")
+		assert.NotContains(t, errOut, "case", "only the command is traced")
+		run("set +x")
 		run("set +e")
 		_, _, st = run("(exit 4)")
 		assert.Equal(t, 4, st.ExitCode)
@@ -118,26 +142,52 @@ func TestErrexitKeepsTheSession(t *testing.T) {
 	})
 }
 
-// TestCaptureSep: the status capture goes on the text's last line, after
-// "; " or after the text's own ; or &, or on a line of its own where a
-// comment could be; a text that would run on into it, or that it could
-// change, runs without it (errexitNote).
-func TestCaptureSep(t *testing.T) {
-	for text, want := range map[string]string{
-		"echo a": "; ", "echo a;": " ", "sleep 1 &": " ", "echo a  ": "; ", "echo 'a|'": "; ",
-		"echo a\n": "", "echo a # b": "\n", "echo ${#x}": "\n", "f() { :; }": "; ",
-		"echo a &&": "none", "echo a ||  ": "none", "echo a |": "none", "echo a |&": "none",
-		"echo a \\": "none", "cat <<EOF\nx\nEOF": "none", "cat <<<x": "none",
-		"set -o history; echo a": "none", "": "none", " \n": "none",
-		"if true; then": "none", "while :; do": "none", "f() {": "none", "case x in a) :;;": "none",
-		"for i in": "none", "! ": "none",
+// TestCaptures: the status capture follows a text only while errexit is
+// on or the text may turn it on, and only a complete program that does
+// not end in a backslash or name history (errexitNote).
+func TestCaptures(t *testing.T) {
+	for _, c := range []struct {
+		text    string
+		errexit bool
+		want    bool
+	}{
+		{"false && true", false, false},
+		{"false && true", true, true},
+		{"set -e; false && true", false, true},
+		{"set -euo pipefail\ncd /tmp && ls", false, true},
+		{"set -o errexit; true", false, true},
+		{"echo reset -e", false, false},
+		{"find . -exec echo {} \\;", true, true},
+		{"echo a # b", true, true},
+		{"cat <<EOF\nx\nEOF", true, true},
+		{"cat <<EOF\nx", true, false},
+		{"echo a &&", true, false},
+		{"echo a |", true, false},
+		{"echo 'abc", true, false},
+		{"if true; then echo a", true, false},
+		{"for i in a b", true, false},
+		{"f()", true, false},
+		{"echo ${x", true, false},
+		{"echo a }; { echo b", true, false},
+		{"run \\\n  -it img \\\n", true, false},
+		{"echo a \\", true, false},
+		{"set -o history; echo a", true, false},
 	} {
-		sep, ok := captureSep(text)
-		if !ok {
-			sep = "none"
-		}
-		assert.Equal(t, want, sep, "%q", text)
+		assert.Equal(t, c.want, captures(c.text, c.errexit, syntax.LangBash), "%q (errexit %v)", c.text, c.errexit)
 	}
+	assert.True(t, captures("[ -n x ] && echo y", true, syntax.LangPOSIX))
+	assert.False(t, captures("echo $((1+)", true, syntax.LangPOSIX))
+}
+
+// TestLineWithoutErrexit: with errexit off, a command's line carries
+// nothing of the capture: it is the line it was before.
+func TestLineWithoutErrexit(t *testing.T) {
+	for _, d := range []dialect{posixShell, bashShell, zshShell} {
+		line := string(d.commandLine("0123456789abcdef", 3, Command{Text: "false && true"}, "/tmp/cmd", "", 0, capturing{}))
+		assert.NotContains(t, line, trlName("0123456789abcdef", "s"), d.name)
+		assert.NotContains(t, line, trlName("0123456789abcdef", "rc"), d.name)
+	}
+	assert.Equal(t, "false && true", bashCommandFile("0123456789abcdef", "false && true", capturing{}))
 }
 
 // TestSyntaxErrorsAsBefore: a text that is a syntax error says so as it
@@ -179,12 +229,14 @@ func lastLineNumber(msg string) string {
 	return m[len(m)-1][1]
 }
 
-// TestErrTrapFiresOnce: a bash or zsh ERR trap fires once for a failing
-// command, not again for trl's own statements around it (the one that
-// restores $? on the next line, the source or eval that ran it, zsh's
-// history hook refusing trl's line). The trap
-// appends to a file: what it writes to its stdout outside the command
-// would not be seen.
+// TestErrTrapFiresOnce: a bash or zsh ERR trap fires for a failing
+// command, and not for trl's own statements around it (the one that
+// restores $? on the next line, the epilogue, zsh's history hook refusing
+// trl's line), except in bash for one: with errexit off the text runs
+// with nothing appended (errexitNote), and the `.` that ran it returns
+// its failure once more (before: bash 4 times in all, zsh 5). Under
+// errexit it fires once. The trap appends to a file: what it writes to its stdout
+// outside the command would not be seen.
 func TestErrTrapFiresOnce(t *testing.T) {
 	inEachShell(t, func(t *testing.T, s *Session) {
 		if strings.HasSuffix(s.cfg.Shell, "/sh") {
@@ -198,6 +250,17 @@ func TestErrTrapFiresOnce(t *testing.T) {
 		assert.Equal(t, "next\n", out)
 		got, err := os.ReadFile(log)
 		require.NoError(t, err)
-		assert.Equal(t, "ERR\n", string(got), "the trap fired once, for false")
+		want := "ERR\n"
+		if strings.HasSuffix(s.cfg.Shell, "bash") {
+			want = "ERR\nERR\n" // and for the `.` that ran false
+		}
+		assert.Equal(t, want, string(got), "the trap fired for false")
+		require.NoError(t, os.Truncate(log, 0))
+		run2(t, s, "set -e")
+		_, _, st = run2(t, s, "false && true; false")
+		assert.True(t, st.Exited, "false ends the shell under errexit")
+		got, err = os.ReadFile(log)
+		require.NoError(t, err)
+		assert.Equal(t, "ERR\n", string(got), "under errexit the trap fired once, for the last false")
 	})
 }
