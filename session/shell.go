@@ -186,11 +186,13 @@ func withCapture(text, capture string) string {
 }
 
 // statusCapture is the statement that follows a command's text (see
-// errexitNote). It runs with stderr closed, so that xtrace, which dash
-// and bash write to the command's stderr, does not show it (bash's
-// BASH_XTRACEFD, when it names another fd, still does).
+// errexitNote). It runs with stderr sent to /dev/null, so that xtrace,
+// which dash and bash write to the command's stderr, does not show it
+// (bash's BASH_XTRACEFD, when it names another fd, still does), and a
+// user's DEBUG trap that writes to stderr still succeeds (with stderr
+// closed its failure ended the shell under errexit).
 func statusCapture(nonce string) string {
-	return `{ ` + trlName(nonce, "s") + `=$?; } 2>&-`
+	return `{ ` + trlName(nonce, "s") + `=$?; } 2>/dev/null`
 }
 
 // bashCommandFile is what bash's command file holds for c: its text,

@@ -123,6 +123,14 @@ func TestErrexitKeepsTheSession(t *testing.T) {
 		assert.Equal(t, 0, st.ExitCode)
 		_, _, st = run("cat >/dev/null <<EOF\nheredoc\nEOF\nfalse && true")
 		assert.Equal(t, 1, st.ExitCode, "a here-document, then a failing && list")
+		// A DEBUG trap writing to stderr runs for the capture too, and
+		// succeeds.
+		if !strings.HasSuffix(s.cfg.Shell, "/sh") {
+			run("trap 'echo D >&2' DEBUG")
+			_, _, st = run("false && true")
+			assert.Equal(t, 1, st.ExitCode)
+			run("trap - DEBUG")
+		}
 		// Under xtrace the capture is not traced.
 		_, errOut, _ := run("set -x")
 		assert.NotContains(t, errOut, "_trl")
