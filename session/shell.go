@@ -144,13 +144,13 @@ func statusFunc(nonce string) string {
 // Appending to a command's text is safe only when the text is a complete
 // program, so the text is parsed first (mvdan.cc/sh: POSIX for sh, bash's
 // grammar for bash and for zsh, whose own syntax then runs as it did) and
-// the statement goes on a line of its own after it. A
-// text that does not parse, that ends in a backslash, or that names
-// history (bash records every line of a command file read after a
-// `set -o history` in it) runs as it did. The shell's errexit is read
-// from each prompt record ($- is a field of it), and a text that turns it
-// on itself (`set -e`, `set -euo pipefail`, errexit) counts as under it.
-// With errexit off, nothing is added: the line is what it was.
+// the statement goes on a line of its own after it. A text that does not
+// parse, that ends in a backslash, or that names history (bash records
+// every line of a command file read after a `set -o history` in it) runs
+// as it did. The shell's errexit is read from each prompt record ($- is a
+// field of it), and a text that turns it on itself (`set -e`,
+// `set -euo pipefail`, errexit) counts as under it. With errexit off,
+// nothing is appended to a command's text.
 
 // captures reports whether text runs with statusCapture after it (see
 // errexitNote): errexit is on, or the text may turn it on, and the text
