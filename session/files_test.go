@@ -15,29 +15,24 @@ import (
 // locks held: at each write a hook takes mu and ioMu (lockLog), and
 // could not if the writer held them.
 func TestNoLockHeldWhileWritingFiles(t *testing.T) {
-	for _, shell := range lookShells(t) {
-		t.Run(shell, func(t *testing.T) {
-			t.Parallel()
-			s, err := newManager(t).Create(Config{Shell: shell})
-			require.NoError(t, err)
-			var log lockLog
-			hook := func(what string) { log.note(s, what) }
-			s.fileHook.Store(&hook)
-			in := "from stdin\n"
-			k := &splitSink{}
-			j, err := s.Start(Command{Text: "cat", Stdin: &in}, k)
-			require.NoError(t, err)
-			<-j.Done()
-			out, _ := k.get()
-			assert.Equal(t, "from stdin\n", out)
-			written, held := log.get()
-			assert.Contains(t, written, "the stdin file")
-			if s.dialect.source {
-				assert.Contains(t, written, "the command file")
-			}
-			assert.Empty(t, held)
-		})
-	}
+	inEachShell(t, func(t *testing.T, s *Session) {
+		var log lockLog
+		hook := func(what string) { log.note(s, what) }
+		s.fileHook.Store(&hook)
+		in := "from stdin\n"
+		k := &splitSink{}
+		j, err := s.Start(Command{Text: "cat", Stdin: &in}, k)
+		require.NoError(t, err)
+		<-j.Done()
+		out, _ := k.get()
+		assert.Equal(t, "from stdin\n", out)
+		written, held := log.get()
+		assert.Contains(t, written, "the stdin file")
+		if s.dialect.source {
+			assert.Contains(t, written, "the command file")
+		}
+		assert.Empty(t, held)
+	})
 }
 
 // TestCommandFileRunsEachLineItsOwnText: bash runs each line from one

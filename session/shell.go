@@ -156,7 +156,8 @@ func statusFunc(nonce string) string {
 // errexitNote): errexit is on, or the text may turn it on, and the text
 // is a complete program in lang.
 func captures(text string, errexit bool, lang syntax.LangVariant) bool {
-	if !errexit && !strings.Contains(text, "errexit") && !setsErrexit.MatchString(text) {
+	mayTurnOn := strings.Contains(text, "errexit") || strings.Contains(text, "set") && setsErrexit.MatchString(text)
+	if !errexit && !mayTurnOn {
 		return false
 	}
 	if strings.Contains(text, "history") || strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), "\\") {
