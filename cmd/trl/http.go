@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -110,10 +111,19 @@ func (f *httpFlags) listen(log zerolog.Logger, rt *runtime.Runtime, maxBody int)
 }
 
 // mcpHandler serves MCP's Streamable HTTP on /mcp with trl's tools on api.
+// The server, with its tools' JSON schemas, is built on the first /mcp
+// request: building it costs about 1 MiB of short-lived heap and the
+// schema code's pages, which a daemon nobody reaches over MCP should not
+// keep resident from start-up (the idle RSS goal, PERFORMANCE.md).
 func mcpHandler(api protocol.API) http.Handler {
-	srv := mcpserver.New(mcpserver.Options{API: api, Version: runtime.Version})
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	srv := sync.OnceValue(func() *mcp.Server {
+		return newMCPServer(mcpserver.Options{API: api, Version: runtime.Version})
+	})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv() }, nil)
 }
+
+// newMCPServer is mcpserver.New; a test counts its calls.
+var newMCPServer = mcpserver.New
 
 // consoleHandler is con as an http.Handler, nil when there is none (a
 // nil *Console in the interface would not be nil).

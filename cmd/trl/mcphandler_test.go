@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/trl-project/trl/mcpserver"
+	"github.com/trl-project/trl/runtime"
+)
+
+// The daemon's /mcp server, with its tools' schemas, is built by the
+// first MCP request, once, and not at start-up (the idle RSS goal).
+func TestMCPServerBuiltOnFirstRequest(t *testing.T) {
+	var built atomic.Int32
+	orig := newMCPServer
+	newMCPServer = func(o mcpserver.Options) *mcp.Server {
+		built.Add(1)
+		return orig(o)
+	}
+	t.Cleanup(func() { newMCPServer = orig })
+
+	rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rt.Shutdown(ctx)
+	})
+	srv := httptest.NewServer(mcpHandler(rt))
+	defer srv.Close()
+	assert.Zero(t, built.Load(), "no MCP request yet: no server built")
+
+	for range 2 {
+		cs, err := mcpClient().Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+		require.NoError(t, err)
+		tools, err := cs.ListTools(context.Background(), nil)
+		require.NoError(t, err)
+		assert.NotEmpty(t, tools.Tools)
+		require.NoError(t, cs.Close())
+	}
+	assert.EqualValues(t, 1, built.Load(), "one server for every MCP session")
+}
