@@ -286,20 +286,40 @@ type CancelInput struct {
 	Signal  string `json:"signal,omitempty" jsonschema:"SIGINT (default, as Ctrl-C), SIGTERM or SIGKILL"`
 }
 
+// CancelOutput is the cancel tool's structured answer: exec.cancel's,
+// with the command it interrupted.
+type CancelOutput struct {
+	protocol.ExecCancelResult
+	ExecID string `json:"exec_id,omitempty"`
+}
+
+// cancel interrupts a command named by exec_id or, without one, the
+// command running in the session, which it looks up first: the answer
+// names the command, because once it has ended `wait` finds it by its
+// exec_id only (a session that runs nothing has nothing to wait for).
 func (s *server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in CancelInput) (*mcp.CallToolResult, any, error) {
-	p := protocol.ExecCancelParams{ExecID: in.ExecID, Signal: protocol.Signal(in.Signal)}
-	if in.ExecID == "" {
-		p.SessionID = in.Session
+	id := in.ExecID
+	if id == "" {
+		info, err := s.api.SessionInfo(s.ctx(ctx), protocol.SessionRef{SessionID: orDefault(in.Session)})
+		if err != nil {
+			return toolError(err), nil, nil
+		}
+		if info.Command == nil {
+			return result("nothing was running", CancelOutput{}), nil, nil
+		}
+		id = info.Command.ExecID
 	}
-	r, err := s.api.ExecCancel(s.ctx(ctx), p)
+	r, err := s.api.ExecCancel(s.ctx(ctx), protocol.ExecCancelParams{ExecID: id, Signal: protocol.Signal(in.Signal)})
 	if err != nil {
 		return toolError(err), nil, nil
 	}
+	out := CancelOutput{ExecCancelResult: r}
 	txt := "nothing was running"
 	if r.Canceled {
-		txt = "sent " + r.Signal + "; wait shows how it ended"
+		out.ExecID = id
+		txt = fmt.Sprintf("sent %s to %s; wait with exec_id %s shows how it ended", r.Signal, id, id)
 	}
-	return result(txt, r), nil, nil
+	return result(txt, out), nil, nil
 }
 
 // SessionCreateInput is the session_create tool's input.
