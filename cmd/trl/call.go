@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
 	trlclient "github.com/trl-project/trl/client"
 	"github.com/trl-project/trl/protocol"
@@ -24,7 +27,7 @@ func call(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	instance := fs.String("instance", "default", "instance name: the socket is /tmp/trl-NAME.sock")
 	socket := fs.String("socket", "", "socket path (overrides --instance)")
-	timeout := fs.Duration("timeout", 0, "give up after this long (0: wait as long as the call takes)")
+	timeout := fs.Duration("timeout", 0, "give up after this long (0: wait as long as the call takes); a command exec.run or exec.stream started is then interrupted, as on Ctrl-C")
 	httpURL := fs.String("http", "", "call a daemon's HTTP transport at this URL (e.g. http://127.0.0.1:8765) with the token in TRL_AUTH_TOKEN")
 	setUsage(fs, "trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	if err := fs.Parse(args); err != nil {
@@ -43,7 +46,11 @@ func call(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	ctx := context.Background()
+	// Ctrl-C or SIGTERM ends the call like --timeout does (see gaveUp).
+	// Once it has, a second Ctrl-C ends trl call at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
 	if *timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
@@ -81,6 +88,9 @@ func printCall(ctx context.Context, c *trlclient.Client, method string, params j
 	} else {
 		err = c.Call(ctx, method, params, &raw)
 	}
+	if err != nil && ctx.Err() != nil {
+		return gaveUp(ctx, c, method, params, raw, stderr)
+	}
 	if err != nil {
 		var ce *trlclient.Error
 		if !errors.As(err, &ce) {
@@ -109,11 +119,56 @@ func printCall(ctx context.Context, c *trlclient.Client, method string, params j
 		}
 		return err
 	})
+	if err != nil && ctx.Err() != nil {
+		return gaveUp(ctx, c, method, params, raw, stderr)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "trl call:", err)
 		return 1
 	}
 	return 0
+}
+
+// gaveUp ends a call whose context ended first: --timeout passed, or
+// Ctrl-C or SIGTERM came. A command the call started (exec.run's, or
+// exec.stream's, named by the exec_id it answered with) is interrupted
+// as Ctrl-C at its terminal would, with exec.cancel SIGINT, as the Go
+// client's Run and Stream do; without that it would run on in the
+// daemon, its session busy, after `trl call` had returned. Any other
+// call only stops waiting. It exits 1 after --timeout, 130 after a
+// signal.
+func gaveUp(ctx context.Context, c *trlclient.Client, method string, params, opened json.RawMessage, stderr io.Writer) int {
+	why, code := "interrupted", 130
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		why, code = "gave up (--timeout)", 1
+	}
+	if method != protocol.MethodExecRun && method != protocol.MethodExecStream {
+		fmt.Fprintf(stderr, "trl call: %s before %s answered\n", why, method)
+		return code
+	}
+	var target struct {
+		ExecID    string `json:"exec_id"`
+		SessionID string `json:"session_id"`
+	}
+	_ = json.Unmarshal(params, &target) // the daemon accepted params: it is an object
+	if len(opened) > 0 {
+		if err := json.Unmarshal(opened, &target); err != nil {
+			fmt.Fprintf(stderr, "trl call: %s; the daemon's answer to %s was not understood (%v): the command may still be running\n", why, method, err)
+			return code
+		}
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	canceled, err := c.Cancel(cctx, target.ExecID, target.SessionID, "SIGINT")
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "trl call: %s; interrupting the command failed: %v: it may still be running (exec.cancel stops it)\n", why, err)
+	case canceled:
+		fmt.Fprintf(stderr, "trl call: %s; sent SIGINT to the command (exec.cancel)\n", why)
+	default:
+		fmt.Fprintf(stderr, "trl call: %s; the command had already ended\n", why)
+	}
+	return code
 }
 
 // envelopeError is the error as trl's envelope carries it: a JSON-RPC
