@@ -143,14 +143,14 @@ func (s *server) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInpu
 	case in.ExecID != "":
 		interrupt = s.interrupt(in.ExecID, "")
 	case in.Session != "":
-		info, err := s.api.SessionInfo(s.ctx(ctx), protocol.SessionRef{SessionID: in.Session})
+		id, err := s.running(ctx, in.Session)
 		if err != nil {
 			return toolError(err), nil, nil
 		}
-		if info.Command == nil {
+		if id == "" {
 			return toolError(protocol.Errorf(protocol.CodeInvalidState, "session %s runs no command; nothing to wait for", in.Session)), nil, nil
 		}
-		p.ExecID = info.Command.ExecID
+		p.ExecID = id
 	default:
 		ids, err := s.owed(ctx, req.Session)
 		if err != nil {
@@ -286,6 +286,16 @@ type CancelInput struct {
 	Signal  string `json:"signal,omitempty" jsonschema:"SIGINT (default, as Ctrl-C), SIGTERM or SIGKILL"`
 }
 
+// running is the exec_id of the command running in session, "" when
+// none runs.
+func (s *server) running(ctx context.Context, session string) (string, error) {
+	info, err := s.api.SessionInfo(s.ctx(ctx), protocol.SessionRef{SessionID: session})
+	if err != nil || info.Command == nil {
+		return "", err
+	}
+	return info.Command.ExecID, nil
+}
+
 // CancelOutput is the cancel tool's structured answer: exec.cancel's,
 // with the command it interrupted.
 type CancelOutput struct {
@@ -300,14 +310,13 @@ type CancelOutput struct {
 func (s *server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in CancelInput) (*mcp.CallToolResult, any, error) {
 	id := in.ExecID
 	if id == "" {
-		info, err := s.api.SessionInfo(s.ctx(ctx), protocol.SessionRef{SessionID: orDefault(in.Session)})
-		if err != nil {
+		var err error
+		if id, err = s.running(ctx, orDefault(in.Session)); err != nil {
 			return toolError(err), nil, nil
 		}
-		if info.Command == nil {
+		if id == "" {
 			return result("nothing was running", CancelOutput{}), nil, nil
 		}
-		id = info.Command.ExecID
 	}
 	r, err := s.api.ExecCancel(s.ctx(ctx), protocol.ExecCancelParams{ExecID: id, Signal: protocol.Signal(in.Signal)})
 	if err != nil {

@@ -208,6 +208,12 @@ func bashCommandFile(nonce, text string, st capturing) string {
 // statusField is the record's status: the captured one, else $?.
 func statusField(nonce string) string { return "${" + trlName(nonce, "s") + ":-$?}" }
 
+// promptRecord is the PS1 assignment that prints the prompt record
+// seq:status:$-:cwd, with seq and cwd as the dialect's prompt expands them.
+func promptRecord(nonce, seq, cwd string) string {
+	return `PS1='` + recordPrefix(nonce) + seq + `:` + statusField(nonce) + `:$-:` + cwd + recordSuffix(nonce) + `'`
+}
+
 // posixRunner replaces common's runner for dash, whose xtrace would
 // print trl's own `eval <command>` into the command's stderr: with
 // xtrace on, it is turned off (silently) around the eval and back on
@@ -227,7 +233,7 @@ var (
 		printf: `\command printf`,
 		lang:   syntax.LangPOSIX,
 		init: func(nonce string) string {
-			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:` + statusField(nonce) + `:$-:$PWD` + recordSuffix(nonce) + `'; readonly PS1`
+			return common(nonce) + posixRunner(nonce) + trlName(nonce, "n") + `=0; ` + promptRecord(nonce, `$`+trlName(nonce, "n"), `$PWD`) + `; readonly PS1`
 		},
 	}
 	// bash: line editing stays off whatever a command does. `set -o vi`
@@ -255,7 +261,7 @@ var (
 				hd + `() { if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null || \builtin :; fi; }; ` +
 				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + ` ` + hs + ` ` + hd + ` ` + trlName(nonce, "q") + `; ` +
 				`unset PROMPT_COMMAND HISTFILE; PS0=''; ` + trlName(nonce, "n") + `=0; ` +
-				`PS1='` + recordPrefix(nonce) + `$` + trlName(nonce, "n") + `:` + statusField(nonce) + `:$-:$PWD` + recordSuffix(nonce) + `'; readonly PS1; \builtin history -c`
+				promptRecord(nonce, `$`+trlName(nonce, "n"), `$PWD`) + `; readonly PS1; \builtin history -c`
 		},
 	}
 	// zsh: the runner calls `\builtin eval`, so a function named eval
@@ -286,7 +292,7 @@ var (
 				trlName(nonce, "rc") + `() { \builtin eval '{ '` + c + `$'\n} >&3 3>&-; '` + quote(statusCapture(nonce)) + `; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
 				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
 				trlName(nonce, "f") + ` 0; ` + h + `() { \builtin emulate -L zsh; ! [[ $1 == psvar\[1\]=* ]] }; zshaddhistory_functions+=(` + h + `); \builtin unsetopt HIST_IGNORE_SPACE; ` +
-				`PS1='` + recordPrefix(nonce) + `%1v:` + statusField(nonce) + `:$-:${PWD//\%/%%}` + recordSuffix(nonce) + `'; typeset -r PS1`
+				promptRecord(nonce, `%1v`, `${PWD//\%/%%}`) + `; typeset -r PS1`
 		},
 	}
 )
