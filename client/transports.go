@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -60,8 +61,15 @@ func (s *socketCaller) dial(ctx context.Context) (*jsonrpc2.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trl client: dial %s: %w", s.socket, err)
 	}
-	return jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(nc), jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed()), nil
+	return jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(nc), jsonrpc2.HandlerWithError(s.handle).SuppressErrClosed(), jsonrpc2.SetLogger(quiet)), nil
 }
+
+// quiet is the connections' logger: the client says nothing on its
+// program's stderr. What jsonrpc2 would print there is an answer that
+// came after its caller gave up (expected: Run interrupts the command and
+// returns, and the command's answer follows) or a broken connection, which
+// every caller sees as an error.
+var quiet = log.New(io.Discard, "", 0)
 
 func alive(c *jsonrpc2.Conn) bool {
 	select {
