@@ -46,6 +46,10 @@ type Options struct {
 	API protocol.API
 	// Version is reported to clients.
 	Version string
+	// Check, when set, runs before every tool call; an error it returns
+	// is the call's answer, and the tool does not run. `trl mcp` uses it
+	// to say that the daemon it bridges to stopped or restarted.
+	Check func(ctx context.Context) error
 }
 
 type server struct {
@@ -104,7 +108,25 @@ func New(o Options) *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{Title: "Edit a file", DestructiveHint: &yes, OpenWorldHint: &no}}, s.editFile)
 	mcp.AddTool(srv, &mcp.Tool{Name: "list_dir", Description: "List a directory of a session (default: its current directory), depth levels deep (1 to 8): directories end with /, symlinks show their target, files their size.",
 		Annotations: &mcp.ToolAnnotations{Title: "List a directory", ReadOnlyHint: true, OpenWorldHint: &no}}, s.listDir)
+	if o.Check != nil {
+		srv.AddReceivingMiddleware(checked(o.Check))
+	}
 	return srv
+}
+
+// checked runs check before each tool call and answers its error in the
+// tool's place.
+func checked(check func(context.Context) error) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				if err := check(ctx); err != nil {
+					return toolError(err), nil
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // track notes a command a client session's tool started, until a status

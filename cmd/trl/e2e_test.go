@@ -82,7 +82,12 @@ func startDaemonEnv(t *testing.T, env []string, args ...string) *daemon {
 // startDaemonBin starts `trl serve` from the binary bin.
 func startDaemonBin(t *testing.T, bin string, env []string, args ...string) *daemon {
 	t.Helper()
-	socket := filepath.Join(t.TempDir(), "trl.sock")
+	return startDaemonAt(t, filepath.Join(t.TempDir(), "trl.sock"), bin, env, args...)
+}
+
+// startDaemonAt starts `trl serve` from bin on socket.
+func startDaemonAt(t *testing.T, socket, bin string, env []string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{socket: socket, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command(bin, append([]string{"serve", "--socket", socket, "--log-level", "debug"}, args...)...)
 	d.cmd.Stderr = d.stderr

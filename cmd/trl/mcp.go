@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,10 +42,12 @@ func mcpCmd(args []string) int {
 	defer stop()
 
 	var api protocol.API
-	if c := dialDaemon(ctx, path); c != nil {
+	var check func(context.Context) error
+	if c, started := dialDaemon(ctx, path); c != nil {
 		defer c.Close()
 		log.Info().Str("socket", path).Msg("trl mcp: bridging to the daemon; sessions outlive this MCP client")
 		api = c
+		check = (&daemonWatch{c: c, socket: path, started: started}).check
 	} else {
 		rt, closeAudit, err := l.runtime(log)
 		if err != nil {
@@ -60,7 +63,7 @@ func mcpCmd(args []string) int {
 		log.Info().Str("socket", path).Msg("trl mcp: no daemon answers on the socket; running the runtime in-process (sessions end with this MCP client)")
 		api = rt
 	}
-	srv := mcpserver.New(mcpserver.Options{API: api, Version: runtime.Version})
+	srv := mcpserver.New(mcpserver.Options{API: api, Version: runtime.Version, Check: check})
 	// A signal ends the server with a cause of its own: the tools
 	// interrupt a command only for a cancel the client sent (cause
 	// context.Canceled), never because this process is stopped.
@@ -77,17 +80,77 @@ func mcpCmd(args []string) int {
 var errSignalled = errors.New("trl mcp: stopped by a signal")
 
 // dialDaemon returns a client of the daemon on socket when one answers
-// system.ping within 2 s, else nil.
-func dialDaemon(ctx context.Context, socket string) *trlclient.Client {
+// system.ping within 2 s, with when that daemon started; else nil.
+func dialDaemon(ctx context.Context, socket string) (*trlclient.Client, time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	c, err := trlclient.Dial(ctx, socket)
 	if err != nil {
-		return nil
+		return nil, time.Time{}
 	}
-	if _, err := c.SystemPing(ctx, protocol.PingParams{}); err != nil {
+	started, _, err := daemonStart(ctx, c)
+	if err != nil {
 		c.Close()
+		return nil, time.Time{}
+	}
+	return c, started
+}
+
+// daemonStart asks the daemon how long it has run (system.ping) and
+// returns when it started, on this process's monotonic clock, to within
+// the call's round trip, and how long it has run.
+func daemonStart(ctx context.Context, c *trlclient.Client) (time.Time, time.Duration, error) {
+	before := time.Now()
+	pong, err := c.SystemPing(ctx, protocol.PingParams{})
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	up := time.Duration(pong.UptimeS * float64(time.Second))
+	return before.Add(-up), up, nil
+}
+
+// daemonWatch is `trl mcp`'s look at the daemon it bridges to, before
+// every tool call. The client dials the socket again when its connection
+// is lost, so without it a call after the daemon restarted would run in
+// a new daemon's fresh shell, unannounced: a command meant for a
+// session's directory and variables, run elsewhere. Instead, the first
+// call after a restart answers that the sessions are gone and runs
+// nothing, and a call while no daemon answers says how to start one.
+type daemonWatch struct {
+	c      *trlclient.Client
+	socket string
+
+	mu      sync.Mutex
+	started time.Time // when the daemon last seen started
+}
+
+// restartSlack is how far apart two estimates of one daemon's start may
+// be (each is off by at most a system.ping round trip).
+const restartSlack = 250 * time.Millisecond
+
+func (w *daemonWatch) check(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	started, up, err := daemonStart(pctx, w.c)
+	var pe *protocol.Error
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &pe):
+		return err // the daemon answered, as when it shuts down
+	default:
+		return protocol.Errorf(protocol.CodeInternal, "the trl daemon on %s is not running (%v), so nothing ran. Start it again (`trl serve --socket %s`), then call again: the sessions it had, and their shells, are gone", w.socket, err, w.socket)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := started.Sub(w.started); d > -restartSlack && d < restartSlack {
 		return nil
 	}
-	return c
+	w.started = started
+	ago := "less than a second ago"
+	if up >= time.Second {
+		ago = up.Round(time.Second).String() + " ago"
+	}
+	return protocol.Errorf(protocol.CodeSessionNotFound, "the trl daemon on %s restarted %s: the sessions of the daemon before it are gone, with their working directories, variables and commands, so this call ran nothing. Call again to go on with the new daemon (session_list shows its sessions)", w.socket, ago)
 }

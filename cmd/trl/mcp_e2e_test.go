@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -152,3 +153,51 @@ func TestMCPBridgeClientGoneVersusCancel(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// `trl mcp` bridging to a daemon that stops, then starts again on the
+// same socket: while none answers, a tool call says so and how to start
+// one; the first call after the restart says the sessions are gone and
+// runs nothing (not a command meant for one directory, run in a fresh
+// shell elsewhere); the next runs on the new daemon.
+func TestMCPBridgeSaysTheDaemonStoppedOrRestarted(t *testing.T) {
+	d := startDaemon(t)
+	cmd := exec.Command(trlBin, "mcp", "--socket", d.socket)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cs, err := mcpClient().Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	workdir := t.TempDir()
+	runTool(t, cs, map[string]any{"command": "cd " + workdir})
+
+	call := func(command string) (string, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"command": command}})
+		require.NoError(t, err)
+		require.Len(t, res.Content, 1)
+		text, ok := res.Content[0].(*mcp.TextContent)
+		require.True(t, ok, "%T", res.Content[0])
+		return text.Text, res.IsError
+	}
+
+	d.stop(t)
+	text, isErr := call("pwd")
+	assert.True(t, isErr)
+	assert.Regexp(t, `^INTERNAL_ERROR: the trl daemon on `+regexp.QuoteMeta(d.socket)+` is not running \(.+\), so nothing ran\. `+
+		"Start it again \\(`trl serve --socket "+regexp.QuoteMeta(d.socket)+"`\\), then call again: the sessions it had, and their shells, are gone$", text)
+
+	marker := filepath.Join(t.TempDir(), "ran")
+	startDaemonAt(t, d.socket, trlBin, nil)
+	text, isErr = call("touch " + marker)
+	assert.True(t, isErr)
+	assert.Regexp(t, `^SESSION_NOT_FOUND: the trl daemon on `+regexp.QuoteMeta(d.socket)+` restarted (less than a second|\d+s) ago: `+
+		`the sessions of the daemon before it are gone, with their working directories, variables and commands, so this call ran nothing\. `+
+		`Call again to go on with the new daemon \(session_list shows its sessions\)$`, text)
+	assert.NoFileExists(t, marker, "the call after the restart ran nothing")
+
+	text, isErr = call("touch " + marker + "; pwd")
+	assert.False(t, isErr, text)
+	assert.FileExists(t, marker)
+	assert.NotContains(t, text, workdir, "a new daemon's session starts afresh")
+}
