@@ -32,7 +32,6 @@ func TestAsciinemaPlaysAsTheScreen(t *testing.T) {
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `for i in 1 2 3; do printf '\rprogress %d/3' $i; sleep 0.05; done; echo`})
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": `printf '漢字 wide\n'`})
 	want := h.screenRows(t, sid)
-	time.Sleep(200 * time.Millisecond) // the recorder's last poll
 	rec.stop()
 	cast := filepath.Join(dir, sid+".cast")
 	_, err := os.Stat(cast)

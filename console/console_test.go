@@ -305,9 +305,8 @@ func TestStalledViewer(t *testing.T) {
 func TestRecording(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, false, dir)
-	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
+	rec, err := NewRecorder(dir, 0, h.rt, zerolog.Nop())
 	require.NoError(t, err)
-	rec.poll = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); rec.Run(ctx) }()

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,105 +28,152 @@ const DefaultRecordLimit = 64 << 20
 
 // Recorder writes, for every session, an asciicast v2 file of its
 // terminal (<session>.cast: `asciinema play` replays it) and its commands
-// as JSON lines (<session>.commands.jsonl), each bounded in size. It finds
-// new sessions by looking at the session list every poll interval.
+// as JSON lines (<session>.commands.jsonl: each the console transcript's
+// entry, with its output), each bounded in size. It is told of each
+// session as the session is created, before any request reaches it, and
+// of each command as it ends: nothing is polled, so a session that lives
+// for a moment is recorded whole.
 type Recorder struct {
-	dir      string
-	limit    int64
-	api      protocol.API
-	sessions Sessions
-	log      zerolog.Logger
-	poll     time.Duration
+	dir   string
+	limit int64
+	src   Source
+	log   zerolog.Logger
 
-	mu   sync.Mutex
-	recs map[string]*recording
+	mu      sync.Mutex
+	recs    map[string]*recording
+	stopped bool
+	keepers sync.WaitGroup // one keep per recording
+}
+
+// Source is what the recorder records: the runtime.
+type Source interface {
+	protocol.API
+	Session(ref string) (*session.Session, error)
+	// OnSessionCreate calls f with each new session before any request
+	// reaches it.
+	OnSessionCreate(f func(*session.Session)) (remove func())
+	// OnCommandEnd calls f as each command ends, once exec.list and
+	// exec.read see its end; f must not block.
+	OnCommandEnd(f func(sessionID, execID string)) (remove func())
 }
 
 // NewRecorder records into dir (made 0700 if missing).
-func NewRecorder(dir string, limit int64, api protocol.API, s Sessions, log zerolog.Logger) (*Recorder, error) {
+func NewRecorder(dir string, limit int64, src Source, log zerolog.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("recordings directory: %w", err)
 	}
 	if limit <= 0 {
 		limit = DefaultRecordLimit
 	}
-	return &Recorder{dir: dir, limit: limit, api: api, sessions: s, log: log, poll: 500 * time.Millisecond, recs: map[string]*recording{}}, nil
+	return &Recorder{dir: dir, limit: limit, src: src, log: log, recs: map[string]*recording{}}, nil
 }
 
-// Run records until ctx ends, then closes every file.
+// Run records every session created from now on, and those already
+// live, until ctx ends; then it writes the rows of the commands that
+// ended and closes every file.
 func (r *Recorder) Run(ctx context.Context) {
-	t := time.NewTicker(r.poll)
-	defer t.Stop()
-	defer r.closeAll()
-	for {
-		r.scan(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	removeCreate := r.src.OnSessionCreate(func(s *session.Session) { r.record(ctx, s) })
+	removeEnd := r.src.OnCommandEnd(r.commandEnded)
+	if list, err := r.src.SessionList(recorderCtx(ctx), protocol.SessionListParams{}); err == nil {
+		for _, in := range list.Sessions {
+			if in.State == "exited" {
+				continue
+			}
+			if s, err := r.src.Session(in.SessionID); err == nil {
+				r.record(ctx, s)
+			}
 		}
 	}
+	<-ctx.Done()
+	removeCreate()
+	removeEnd()
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	r.keepers.Wait()
 }
 
-func (r *Recorder) scan(ctx context.Context) {
-	list, err := r.api.SessionList(recorderCtx(ctx), protocol.SessionListParams{})
-	if err != nil {
+// record starts s's recording unless it has one, and its keep.
+func (r *Recorder) record(ctx context.Context, s *session.Session) {
+	id := s.ID()
+	r.mu.Lock()
+	if r.stopped || r.recs[id] != nil {
+		r.mu.Unlock()
 		return
 	}
-	infos := list.Sessions
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, in := range infos {
-		if _, ok := r.recs[in.SessionID]; ok || in.State == "exited" {
-			continue
-		}
-		s, err := r.sessions.Session(in.SessionID)
-		if err != nil {
-			continue
-		}
-		rec, err := r.start(s, in)
-		if err != nil {
-			r.log.Warn().Err(err).Str("session", in.SessionID).Msg("recording not started")
-			continue
-		}
-		r.recs[in.SessionID] = rec
+	rec := &recording{id: id, wake: make(chan struct{}, 1), written: map[string]bool{}}
+	r.recs[id] = rec // claimed: a second record of s stops above
+	r.mu.Unlock()
+	if err := r.start(s, rec); err != nil {
+		r.log.Warn().Err(err).Str("session", id).Msg("recording not started")
+		r.mu.Lock()
+		delete(r.recs, id)
+		r.mu.Unlock()
+		return
 	}
-	for id, rec := range r.recs {
-		rec.transcript(ctx, r.api)
-		s, err := r.sessions.Session(id)
-		if errors.Is(err, session.ErrNotFound) {
-			rec.close()
-			delete(r.recs, id)
-		} else if err == nil {
-			rec.resized(s)
+	r.keepers.Add(1)
+	go r.keep(ctx, s, rec)
+}
+
+// commandEnded wakes the keep of the command's session.
+func (r *Recorder) commandEnded(sessionID, _ string) {
+	r.mu.Lock()
+	rec := r.recs[sessionID]
+	r.mu.Unlock()
+	if rec != nil {
+		select {
+		case rec.wake <- struct{}{}:
+		default: // a wake is pending: it writes every row due
 		}
 	}
 }
 
-func (r *Recorder) closeAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id, rec := range r.recs {
-		rec.close()
-		delete(r.recs, id)
+// keep owns a recording's commands file, from the session's start until
+// it ends (or the recorder stops): each command that ends is written as
+// one row. A session that ends takes its running command with it; that
+// command's row is written once it has ended too.
+func (r *Recorder) keep(ctx context.Context, s *session.Session, rec *recording) {
+	defer r.keepers.Done()
+	for {
+		select {
+		case <-rec.wake:
+			r.transcript(recorderCtx(ctx), rec, false)
+			continue
+		case <-s.Ended():
+		case <-ctx.Done():
+		}
+		break
 	}
+	// The last rows are written with the recorder's context ended too.
+	r.transcript(recorderCtx(context.WithoutCancel(ctx)), rec, true)
+	r.mu.Lock()
+	delete(r.recs, rec.id)
+	r.mu.Unlock()
+	rec.close()
 }
 
 // recording is one session's two files.
 type recording struct {
-	mu      sync.Mutex
-	start   time.Time
-	cast    *os.File
-	buf     *bufio.Writer
-	size    int64
-	limit   int64
-	cut     bool
-	cmds    *os.File
+	id      string
+	wake    chan struct{} // a command ended
 	written map[string]bool
 	unsub   func()
 
-	rows, cols int // the size last recorded; only the recorder's scan uses them
+	mu    sync.Mutex
+	start time.Time
+	cast  *os.File
+	buf   *bufio.Writer
+	size  int64
+	limit int64
+	cut   bool
+	cmds  *os.File
+	// flushing is armed while events wait in buf: a recording read while
+	// its session runs (the console replays it) lags by flushDelay at most.
+	flushing *time.Timer
 }
+
+// flushDelay is how long an event may wait in a recording's buffer.
+const flushDelay = 100 * time.Millisecond
 
 type castHeader struct {
 	Version   int               `json:"version"`
@@ -139,26 +184,29 @@ type castHeader struct {
 	Env       map[string]string `json:"env,omitempty"`
 }
 
-func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recording, error) {
+// start opens rec's files and subscribes it to s's terminal.
+func (r *Recorder) start(s *session.Session, rec *recording) error {
 	open := func(name string) (*os.File, error) {
 		return os.OpenFile(filepath.Join(r.dir, name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	}
-	cast, err := open(in.SessionID + ".cast")
+	cast, err := open(rec.id + ".cast")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cmds, err := open(in.SessionID + ".commands.jsonl")
+	cmds, err := open(rec.id + ".commands.jsonl")
 	if err != nil {
 		cast.Close()
-		return nil, err
+		return err
 	}
+	in := s.Info()
 	rows, cols := s.Screen().Size()
-	rec := &recording{start: time.Now(), rows: rows, cols: cols, cast: cast, buf: bufio.NewWriterSize(cast, 32<<10), limit: r.limit, cmds: cmds, written: map[string]bool{}}
+	rec.start, rec.limit = time.Now(), r.limit
+	rec.cast, rec.buf, rec.cmds = cast, bufio.NewWriterSize(cast, 32<<10), cmds
 	hdr, _ := json.Marshal(castHeader{Version: 2, Width: cols, Height: rows, Timestamp: rec.start.Unix(),
-		Title: castTitlePrefix + cmp.Or(in.Name, in.SessionID), Env: map[string]string{"SHELL": in.Shell, "TERM": "xterm-256color"}})
+		Title: castTitlePrefix + cmp.Or(in.Name, in.ID), Env: map[string]string{"SHELL": in.Shell, "TERM": "xterm-256color"}})
 	rec.line(hdr)
-	// What the session showed before the recorder found it (it looks
-	// every poll interval) starts the recording as a painted screen.
+	// A session recorded from its creation has shown nothing yet; one
+	// live when the recorder started begins as its painted screen.
 	s.HoldOutput(func() {
 		rec.unsub = s.Subscribe(func(st session.Stream, p []byte) {
 			switch st {
@@ -170,6 +218,11 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 				rec.event("m", append([]byte("exit "), p...))
 			case session.ScreenReset: // the screen changed without a byte
 				rec.event("o", paint(s.Screen()))
+			case session.Resized:
+				// The bytes before were laid out for the old size: the
+				// screen is painted afresh.
+				rec.event("r", p)
+				rec.event("o", paint(s.Screen()))
 			default:
 				rec.event("o", onlcr(nil, p)) // what a terminal with ONLCR gets
 			}
@@ -178,7 +231,7 @@ func (r *Recorder) start(s *session.Session, in protocol.SessionInfo) (*recordin
 			rec.event("o", paint(s.Screen()))
 		}
 	})
-	return rec, nil
+	return nil
 }
 
 // event appends one [time, code, data] line; past the limit a last "m"
@@ -209,7 +262,20 @@ func (rec *recording) line(p []byte) {
 func (rec *recording) lineLocked(p []byte) {
 	n, _ := rec.buf.Write(append(p, '\n'))
 	rec.size += int64(n)
-	if rec.buf.Buffered() > 16<<10 {
+	switch {
+	case rec.buf.Buffered() > 16<<10:
+		_ = rec.buf.Flush()
+	case rec.flushing == nil:
+		rec.flushing = time.AfterFunc(flushDelay, rec.flush)
+	}
+}
+
+// flush writes out what waits in the buffer.
+func (rec *recording) flush() {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.flushing = nil
+	if rec.buf != nil {
 		_ = rec.buf.Flush()
 	}
 }
@@ -219,54 +285,61 @@ func recorderCtx(ctx context.Context) context.Context {
 	return protocol.WithCaller(ctx, protocol.Caller{Transport: "recorder", Actor: "recorder"})
 }
 
-// resized records a change of the session's size (session.resize, which
-// writes no byte): an "r" event with the new size, then the screen
-// painted afresh, as the bytes before were laid out for the old size.
-func (rec *recording) resized(s *session.Session) {
-	rows, cols := s.Screen().Size()
-	if rows == rec.rows && cols == rec.cols {
-		return
-	}
-	rec.rows, rec.cols = rows, cols
-	s.HoldOutput(func() {
-		rec.event("r", []byte(strconv.Itoa(cols)+"x"+strconv.Itoa(rows)))
-		rec.event("o", paint(s.Screen()))
-	})
-}
+// endedWait bounds how long the last rows of an ended session wait for
+// its running command to end with it.
+const endedWait = 10 * time.Second
 
-// transcript appends the commands that ended since the last look. The
-// method table is asked with no lock held: exec.list looks at the
-// terminal (is a command waiting for input) under the session's output
-// lock, which the session holds while it hands output to rec.event.
-func (rec *recording) transcript(ctx context.Context, api protocol.API) {
+// transcript writes a row for each of the session's commands that ended
+// and has none yet: the console transcript's entry, output included.
+// With last (the session ended), a command still running is waited for.
+// The method table is asked with no lock held: exec.list looks at the
+// terminal under the session's output lock, which the session holds
+// while it hands output to rec.event.
+func (r *Recorder) transcript(ctx context.Context, rec *recording, last bool) {
 	rec.mu.Lock()
 	if rec.buf != nil {
 		_ = rec.buf.Flush()
 	}
-	closed := rec.cmds == nil
 	rec.mu.Unlock()
-	if closed {
-		return
-	}
-	id := rec.cast.Name()
-	id = filepath.Base(id[:len(id)-len(".cast")])
-	list, err := api.ExecList(recorderCtx(ctx), protocol.ExecListParams{SessionID: id})
+	// Every command of every session: the session may be gone already.
+	list, err := r.src.ExecList(ctx, protocol.ExecListParams{})
 	if err != nil {
 		return
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.cmds == nil {
-		return
-	}
 	for _, c := range list.Commands {
-		if c.State != "exited" || rec.written[c.ExecID] {
+		if c.SessionID != rec.id || rec.written[c.ExecID] {
 			continue
 		}
+		if c.State != "exited" {
+			if !last {
+				continue
+			}
+			timeout := endedWait.Milliseconds()
+			if st, err := r.src.ExecWait(ctx, protocol.ExecWaitParams{ExecID: c.ExecID, TimeoutMS: &timeout}); err != nil || st.State != "exited" {
+				continue
+			}
+			if c, err = r.summary(ctx, c.ExecID); err != nil {
+				continue
+			}
+		}
 		rec.written[c.ExecID] = true
-		line, _ := json.Marshal(c)
+		line, _ := json.Marshal(transcriptEntryOf(ctx, r.src, c))
 		_, _ = rec.cmds.Write(append(line, '\n'))
 	}
+}
+
+// summary is one command's exec.list entry.
+func (r *Recorder) summary(ctx context.Context, execID string) (protocol.ExecSummary, error) {
+	list, err := r.src.ExecList(ctx, protocol.ExecListParams{})
+	if err != nil {
+		return protocol.ExecSummary{}, err
+	}
+	for _, c := range list.Commands {
+		if c.ExecID == execID {
+			return c, nil
+		}
+	}
+	return protocol.ExecSummary{}, fmt.Errorf("command %s is no longer kept", execID)
 }
 
 func (rec *recording) close() {
@@ -275,13 +348,15 @@ func (rec *recording) close() {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
+	if rec.flushing != nil {
+		rec.flushing.Stop() // one that fired finds buf gone
+	}
 	if rec.buf != nil {
 		_ = rec.buf.Flush()
 		rec.buf = nil
 	}
 	rec.cast.Close()
 	rec.cmds.Close()
-	rec.cmds = nil
 }
 
 var castName = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.cast$`)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// recorderRun is a Recorder running into dir for a test harness, polling
-// fast; stop ends it (also at cleanup) and waits for it.
+// recorderRun is a Recorder running into dir for a test harness; stop
+// ends it (also at cleanup) and waits for it.
 type recorderRun struct {
 	rec  *Recorder
 	stop func()
@@ -18,9 +18,8 @@ type recorderRun struct {
 
 func startRecorder(t *testing.T, h *harness, dir string) *recorderRun {
 	t.Helper()
-	rec, err := NewRecorder(dir, 0, h.rt, h.rt, zerolog.Nop())
+	rec, err := NewRecorder(dir, 0, h.rt, zerolog.Nop())
 	require.NoError(t, err)
-	rec.poll = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); rec.Run(ctx) }()

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -50,20 +51,7 @@ func (c *Console) commands(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]transcriptEntry, 0, len(list.Commands))
 	for _, cmd := range list.Commands {
-		e := transcriptEntry{ExecSummary: cmd, Duration: humanDuration(time.Duration(cmd.DurationMS) * time.Millisecond)}
-		for _, stream := range []string{"stdout", "stderr"} {
-			rd, err := c.opts.API.ExecRead(ctx, protocol.ExecReadParams{ExecID: cmd.ExecID, Stream: stream, Limit: transcriptLimit, Render: "text"})
-			if err != nil {
-				e.OutputError = protocol.AsError(err).Message
-				continue
-			}
-			if stream == "stdout" {
-				e.Stdout, e.StdoutCut = rd.Data, cmd.StdoutBytes > int64(rd.Length) || rd.LostBytes > 0
-			} else {
-				e.Stderr, e.StderrCut = rd.Data, cmd.StderrBytes > int64(rd.Length) || rd.LostBytes > 0
-			}
-		}
-		out = append(out, e)
+		out = append(out, transcriptEntryOf(ctx, c.opts.API, cmd))
 	}
 	writeJSON(w, http.StatusOK, transcript{SessionID: sid, Commands: out})
 }
@@ -87,4 +75,23 @@ func humanDuration(d time.Duration) string {
 		d = d.Round(time.Minute)
 		return strconv.Itoa(int(d/time.Hour)) + " h " + strconv.Itoa(int(d%time.Hour/time.Minute)) + " min"
 	}
+}
+
+// transcriptEntryOf is cmd's entry: its summary, its output as text and
+// its duration in human units.
+func transcriptEntryOf(ctx context.Context, api protocol.API, cmd protocol.ExecSummary) transcriptEntry {
+	e := transcriptEntry{ExecSummary: cmd, Duration: humanDuration(time.Duration(cmd.DurationMS) * time.Millisecond)}
+	for _, stream := range []string{"stdout", "stderr"} {
+		rd, err := api.ExecRead(ctx, protocol.ExecReadParams{ExecID: cmd.ExecID, Stream: stream, Limit: transcriptLimit, Render: "text"})
+		if err != nil {
+			e.OutputError = protocol.AsError(err).Message
+			continue
+		}
+		if stream == "stdout" {
+			e.Stdout, e.StdoutCut = rd.Data, cmd.StdoutBytes > int64(rd.Length) || rd.LostBytes > 0
+		} else {
+			e.Stderr, e.StderrCut = rd.Data, cmd.StderrBytes > int64(rd.Length) || rd.LostBytes > 0
+		}
+	}
+	return e
 }

@@ -39,7 +39,7 @@ func (rt *Runtime) launch(ctx context.Context, s *session.Session, r exec.Reques
 	}
 	r.Session, r.SessionID = s, s.ID()
 	r.Actor = protocol.CallerFrom(ctx).Actor
-	j, err := exec.Start(exec.InSession(s), rt.jobs, r, exec.Options{OnExit: onExit, Ended: rt.auditCommand})
+	j, err := exec.Start(exec.InSession(s), rt.jobs, r, exec.Options{OnExit: onExit, Ended: rt.commandEnded})
 	if err != nil && gate != nil {
 		// It never started (the session ended or was taken meanwhile):
 		// the approval is withdrawn rather than left for a person.

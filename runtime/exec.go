@@ -47,8 +47,8 @@ func execRequest(p *protocol.ExecParams, s *session.Session) (exec.Request, erro
 }
 
 // auditCommand writes the audit event of one command: who ran what where
-// and how it ended, never its output. It is the Job's Ended: the line is
-// written as the command ends, just after its answer.
+// and how it ended, never its output. The Job's Ended (commandEnded) runs
+// it: the line is written as the command ends, just after its answer.
 func (rt *Runtime) auditCommand(c *exec.Job, x exec.Exit) {
 	truncated := false
 	if coll := c.Collector(); coll != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/trl-project/trl/approval"
 	"github.com/trl-project/trl/exec"
 	"github.com/trl-project/trl/files"
+	"github.com/trl-project/trl/internal/callbacks"
 	"github.com/trl-project/trl/policy"
 	"github.com/trl-project/trl/session"
 )
@@ -49,6 +50,7 @@ type Runtime struct {
 	// they run and for a while after, and the one each session runs.
 	jobs    *exec.Registry
 	started time.Time
+	ended   callbacks.List[func(sessionID, execID string)] // OnCommandEnd's
 
 	mu      sync.Mutex
 	closing bool

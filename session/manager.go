@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/trl-project/trl/internal/callbacks"
 	"github.com/trl-project/trl/metrics"
 )
 
@@ -40,6 +41,8 @@ type Manager struct {
 	poolErr error    // why isolation is unavailable: every Create fails
 
 	swept chan struct{} // closed when the start-up sweep has ended
+
+	created callbacks.List[func(*Session)] // OnCreate's callbacks
 }
 
 // NewManager returns an empty Manager.
@@ -174,6 +177,11 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	if err == nil {
 		err = s.startWithState(cfg, m.opts) // closes s on failure
 	}
+	if err == nil {
+		for _, f := range m.created.Load() {
+			(*f)(s)
+		}
+	}
 
 	m.mu.Lock()
 	m.pending--
@@ -196,6 +204,12 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	metrics.Get().SessionCreated()
 	return s, nil
 }
+
+// OnCreate calls f with each session created from now on, before it is
+// registered: no request can have reached it yet, so f sees its every
+// command. f runs on the creating request's goroutine and must not block
+// for long; remove stops the calls.
+func (m *Manager) OnCreate(f func(*Session)) (remove func()) { return m.created.Add(f) }
 
 // normalize applies defaults and checks cfg.
 func normalize(cfg *Config) error {

@@ -1,10 +1,6 @@
 package session
 
-import (
-	"bytes"
-	"sync"
-	"sync/atomic"
-)
+import "bytes"
 
 // Observer receives every byte a session's terminal and stderr pipe
 // produce, in arrival order, whether a command runs or not. It is called
@@ -12,41 +8,8 @@ import (
 // what it keeps and never block.
 type Observer func(stream Stream, p []byte)
 
-// observers is a copy-on-write list, so delivering to nobody costs one
-// atomic load.
-type observers struct {
-	mu   sync.Mutex
-	list atomic.Pointer[[]*Observer]
-}
-
 // Subscribe adds f to the session's observers until cancel is called.
-func (s *Session) Subscribe(f Observer) (cancel func()) {
-	o := &s.obs
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	fp := &f
-	var next []*Observer
-	if cur := o.list.Load(); cur != nil {
-		next = append(next, *cur...)
-	}
-	next = append(next, fp)
-	o.list.Store(&next)
-	return func() {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		cur := o.list.Load()
-		if cur == nil {
-			return
-		}
-		var next []*Observer
-		for _, g := range *cur {
-			if g != fp {
-				next = append(next, g)
-			}
-		}
-		o.list.Store(&next)
-	}
-}
+func (s *Session) Subscribe(f Observer) (cancel func()) { return s.obs.Add(f) }
 
 // observe hands p to the screen, the idle log and the observers. Called
 // with ioMu held.
@@ -54,10 +17,8 @@ func (s *Session) observe(stream Stream, p []byte) {
 	if s.scr != nil {
 		_, _ = s.scr.Write(p)
 	}
-	if l := s.obs.list.Load(); l != nil {
-		for _, f := range *l {
-			(*f)(stream, p)
-		}
+	for _, f := range s.obs.Load() {
+		(*f)(stream, p)
 	}
 }
 
@@ -84,27 +45,31 @@ const (
 // must redraw it from Screen.
 const ScreenReset Stream = 5
 
+// Resized is the Stream observers see when the terminal's size was set
+// (session.resize, which writes no byte); p is the new size as
+// COLSxROWS, as an asciicast "r" event has it. The screen model has the
+// new size already.
+const Resized Stream = 6
+
 // announce hands a command boundary to the observers. Called with ioMu
 // held, so it falls between the bytes before and after it.
 func (s *Session) announce(kind Stream, p []byte) {
-	if l := s.obs.list.Load(); l != nil {
-		for _, f := range *l {
-			(*f)(kind, p)
-		}
+	for _, f := range s.obs.Load() {
+		(*f)(kind, p)
 	}
 }
 
 // observeInput hands typed input to the observers (a recording's "i"
 // events). Secrets are masked here, before any observer sees them.
 func (s *Session) observeInput(p []byte, secret bool) {
-	l := s.obs.list.Load()
+	l := s.obs.Load()
 	if l == nil {
 		return
 	}
 	if secret {
 		p = bytes.Repeat([]byte{'*'}, len(p))
 	}
-	for _, f := range *l {
+	for _, f := range l {
 		(*f)(Input, p)
 	}
 }

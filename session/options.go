@@ -113,6 +113,8 @@ func (s Stream) String() string {
 		return "command-end"
 	case ScreenReset:
 		return "screen-reset"
+	case Resized:
+		return "resized"
 	}
 	return "stdout"
 }

@@ -51,7 +51,8 @@ func (s *Session) Resize(rows, cols int) error {
 	return nil
 }
 
-// resize sets the terminal's size and the screen's, under mu.
+// resize sets the terminal's size and the screen's, under mu, and tells
+// the observers.
 func (s *Session) resize(rows, cols int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -69,7 +70,10 @@ func (s *Session) resize(rows, cols int) error {
 		return fmt.Errorf("resize the terminal: %w", err)
 	}
 	s.cfg.Rows, s.cfg.Cols = rows, cols
+	s.ioMu.Lock() // between the bytes laid out for the old size and the new
 	s.scr.Resize(rows, cols)
+	s.announce(Resized, fmt.Appendf(nil, "%dx%d", cols, rows))
+	s.ioMu.Unlock()
 	return nil
 }
 

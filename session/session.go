@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/internal/callbacks"
 	"github.com/trl-project/trl/internal/termwait"
 	"github.com/trl-project/trl/screen"
 	"golang.org/x/sys/unix"
@@ -135,9 +136,9 @@ type Session struct {
 	// run by the session's one follower goroutine (followup.go).
 	fu followUps
 
-	scr  *screen.Screen // the terminal as a person sees it (screen.go)
-	idle idleLog        // output written while no command runs
-	obs  observers      // byte observers (observe.go)
+	scr  *screen.Screen           // the terminal as a person sees it (screen.go)
+	idle idleLog                  // output written while no command runs
+	obs  callbacks.List[Observer] // byte observers (observe.go)
 
 	ready   chan struct{} // closed at the first prompt record
 	exited  chan struct{} // closed when the shell has been reaped

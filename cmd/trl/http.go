@@ -96,7 +96,7 @@ func (f *httpFlags) listen(log zerolog.Logger, rt *runtime.Runtime, maxBody int)
 			Msg("web console: open this one-time login URL (or run `trl console` for another)")
 	}
 	if f.record != "" {
-		rec, err := console.NewRecorder(f.record, 0, rt, rt, log)
+		rec, err := console.NewRecorder(f.record, 0, rt, log)
 		if err != nil {
 			srv.Close()
 			gw.Close()
