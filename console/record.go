@@ -103,15 +103,16 @@ func (r *Recorder) record(ctx context.Context, s *session.Session) {
 	}
 	rec := &recording{id: id, wake: make(chan struct{}, 1), written: map[string]bool{}}
 	r.recs[id] = rec // claimed: a second record of s stops above
+	r.keepers.Add(1) // under mu, so a stopping Run waits for it
 	r.mu.Unlock()
 	if err := r.start(s, rec); err != nil {
 		r.log.Warn().Err(err).Str("session", id).Msg("recording not started")
 		r.mu.Lock()
 		delete(r.recs, id)
 		r.mu.Unlock()
+		r.keepers.Done()
 		return
 	}
-	r.keepers.Add(1)
 	go r.keep(ctx, s, rec)
 }
 
