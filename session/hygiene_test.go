@@ -500,3 +500,33 @@ func TestNoHistoryFromTheDaemonUser(t *testing.T) {
 	assert.NotContains(t, out, "operator-secret-7421")
 	assert.Contains(t, out, "HOME="+home+" HISTFILE=unset", "the shell runs with the daemon's HOME, and commands see no HISTFILE")
 }
+
+// TestUnderscoreCarriesNoTrlText: $_ (the last argument of the shell's
+// last command) held, at the start of a command, the start record with
+// the session's nonce in dash, exported to every program's environment,
+// and the command's own text in bash (trl's history call). In dash and
+// bash it is empty now, and no program sees trl's text in its
+// environment. zsh's $_ is still the command's text: zsh sets it to the
+// last argument of the eval that runs the command.
+func TestUnderscoreCarriesNoTrlText(t *testing.T) {
+	inEachShell(t, func(t *testing.T, s *Session) {
+		_, _, st := run2(t, s, "true abc")
+		require.Equal(t, 0, st.ExitCode)
+		check := func(cmd, why string) {
+			t.Helper()
+			out, errOut, _ := run2(t, s, cmd)
+			if s.dialect.name == "zsh" {
+				assert.Equal(t, "["+cmd+"]\n", out, errOut)
+			} else {
+				assert.Equal(t, "[]\n", out, why)
+			}
+		}
+		check(`printf '[%s]\n' "$_"`, "after a success")
+		run2(t, s, "false")
+		check(`printf '[%s]\n' "$_"`, "after a failure (the status call's argument)")
+		out, _, _ := run2(t, s, `env | grep -a '^_=' || true`)
+		assert.NotContains(t, out, "TRL")
+		assert.NotContains(t, out, "\036")
+		assert.NotContains(t, out, s.nonce)
+	})
+}

@@ -328,6 +328,10 @@ var (
 		"PS0": true, "PS1": true, "PS2": true, "PS4": true, "PROMPT": true, "PROMPT2": true,
 		"PROMPT4": true, "RPROMPT": true, "RPROMPT2": true, "RPS1": true, "RPS2": true,
 		"POSIXLY_CORRECT": true, "BASH_XTRACEFD": true, "HISTFILE": true, "IGNOREEOF": true,
+		// _ is the last argument of the shell's last command; the
+		// daemon's own (the program that started it) would make an
+		// interactive dash export every command's last argument.
+		"_": true,
 	}
 	startupOnly = map[string]bool{"ENV": true, "BASH_ENV": true, "ZDOTDIR": true}
 )

@@ -356,9 +356,7 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	if st.reset {
 		b.WriteString(" " + trlName(nonce, "s") + "=")
 	}
-	// The start record: the shell has parsed the line and runs it. The
-	// shell's own stdout is the control pipe.
-	b.WriteString("; " + d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037" + nonce + "\\037'; ")
+	b.WriteString("; ")
 	if !d.source {
 		text := c.Text
 		if st.capture && !d.captureRunner {
@@ -372,10 +370,17 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	if d.history != nil {
 		b.WriteString(d.history(nonce, c.Text))
 	}
+	// The start record: the shell has parsed the line and runs it. The
+	// shell's own stdout is the control pipe. Its last argument, like
+	// statusFunc's, is empty: the last argument of the statement just
+	// before the command is what the command finds in $_, which held the
+	// record (with the session's nonce) in dash and the command's own
+	// text (the history call's) in bash and zsh.
+	b.WriteString(d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037" + nonce + "\\037' ''; ")
 	if prev != 0 {
 		// The last command's status, as $? (statusFunc); after a 0 the
 		// statements before leave it 0.
-		b.WriteString(trlName(nonce, "q") + " " + strconv.Itoa(prev) + " && :; ")
+		b.WriteString(trlName(nonce, "q") + " " + strconv.Itoa(prev) + " '' && :; ")
 	}
 	for _, kv := range sortedEnv(c.Env) {
 		b.WriteString(kv[0])
