@@ -14,8 +14,11 @@ import (
 	"github.com/trl-project/trl/protocol"
 )
 
-// TestUnixRefusesOtherUID connects as another uid and expects one
-// AUTH_FAILED line with id null, then end of stream.
+// TestUnixRefusesOtherUID connects as another uid. Its first request is
+// answered AUTH_FAILED in its own dialect and with its own id (a JSON-RPC
+// 2.0 client could not parse the TRL envelope, and `trl call` said only
+// "connection closed"); a peer that sends nothing gets one AUTH_FAILED
+// line with id null. Then the stream ends, and no call was handled.
 func TestUnixRefusesOtherUID(t *testing.T) {
 	checkGoroutines(t)
 	path := sockPath(t)
@@ -33,25 +36,51 @@ func TestUnixRefusesOtherUID(t *testing.T) {
 		<-done
 	}()
 
-	var conn net.Conn
-	if os.Geteuid() == 0 {
-		conn = dialAsUID(t, path, 65534)
-	} else {
-		conn, err = net.Dial("unix", path)
-		require.NoError(t, err)
-	}
-	c := newClient(t, conn)
-	defer func() {
-		conn.Close()
-		for range c.lines {
+	refused := func(t *testing.T, request string) map[string]any {
+		t.Helper()
+		var conn net.Conn
+		if os.Geteuid() == 0 {
+			conn = dialAsUID(t, path, 65534)
+		} else {
+			conn, err = net.Dial("unix", path)
+			require.NoError(t, err)
 		}
-	}()
-	m := c.recv()
-	require.Contains(t, m, "id")
-	require.Nil(t, m["id"])
-	require.Equal(t, string(protocol.CodeAuthFailed), errCode(m))
-	_, ok := <-c.lines
-	require.False(t, ok, "a refused connection is closed")
+		c := newClient(t, conn)
+		defer func() {
+			conn.Close()
+			for range c.lines {
+			}
+		}()
+		if request != "" {
+			c.send(request + "\n")
+		}
+		m := c.recv()
+		_, ok := <-c.lines
+		require.False(t, ok, "a refused connection is closed")
+		return m
+	}
+	t.Run("nothing sent", func(t *testing.T) {
+		m := refused(t, "")
+		require.Contains(t, m, "id")
+		require.Nil(t, m["id"])
+		require.Equal(t, string(protocol.CodeAuthFailed), errCode(m))
+	})
+	t.Run("trl request", func(t *testing.T) {
+		m := refused(t, `{"id":3,"method":"system.ping"}`)
+		require.Equal(t, float64(3), m["id"])
+		require.Equal(t, string(protocol.CodeAuthFailed), errCode(m))
+		require.Contains(t, m["error"].(map[string]any)["message"], "may not use this daemon")
+	})
+	t.Run("json-rpc request", func(t *testing.T) {
+		m := refused(t, `{"jsonrpc":"2.0","id":7,"method":"system.ping"}`)
+		require.Equal(t, "2.0", m["jsonrpc"])
+		require.Equal(t, float64(7), m["id"])
+		e, ok := m["error"].(map[string]any)
+		require.True(t, ok, "%v", m)
+		require.IsType(t, float64(0), e["code"], "a JSON-RPC error code is a number")
+		require.Contains(t, e["message"], "may not use this daemon")
+		require.Equal(t, string(protocol.CodeAuthFailed), e["data"].(map[string]any)["code"])
+	})
 	require.Zero(t, h.calls.Load())
 }
 

@@ -237,13 +237,13 @@ func (s *UnixServer) serveConn(ctx context.Context, c *net.UnixConn, h protocol.
 	switch {
 	case err != nil && !s.opts.AllowAnyUID:
 		s.opts.Logger.Warn().Err(err).Msg("refused a connection: cannot read the peer's credentials")
-		refuse(c, "the daemon could not read this connection's credentials")
+		refuse(c, "the daemon could not read this connection's credentials", s.opts.MaxMessageBytes)
 		return
 	case err != nil:
 		actor = "uid=? pid=?"
 	case !s.allowed(uid):
 		s.opts.Logger.Warn().Uint32("uid", uid).Int32("pid", pid).Msg("refused a connection from another user")
-		refuse(c, fmt.Sprintf("uid %d may not use this daemon, which runs as uid %d; the daemon's owner can allow it explicitly", uid, s.euid))
+		refuse(c, fmt.Sprintf("uid %d may not use this daemon, which runs as uid %d; the daemon's owner can allow it explicitly", uid, s.euid), s.opts.MaxMessageBytes)
 		return
 	}
 	log := s.opts.Logger.With().Str("actor", actor).Logger()
@@ -262,11 +262,25 @@ func (s *UnixServer) allowed(uid uint32) bool {
 	return uid == s.euid || uid == 0 || s.opts.AllowAnyUID || slices.Contains(s.opts.AllowUIDs, uid)
 }
 
-// refuse answers a connection with one AUTH_FAILED line and closes it. The
-// write deadline keeps a peer that does not read from holding a goroutine.
-func refuse(c *net.UnixConn, msg string) {
+// refuseWait is how long a refused connection may take to send its
+// first request, which its AUTH_FAILED answers.
+const refuseWait = 2 * time.Second
+
+// refuse answers a connection's first request with AUTH_FAILED and closes
+// it. The answer carries the request's id in the request's dialect, so a
+// JSON-RPC 2.0 client reads the refusal as its call's error instead of an
+// envelope it cannot parse and a closed connection (`trl call` from
+// another user said only "connection closed"). A peer that sends nothing
+// within refuseWait gets the TRL line; the deadlines keep a peer that
+// neither writes nor reads from holding a goroutine.
+func refuse(c *net.UnixConn, msg string, maxMessage int) {
+	_ = c.SetDeadline(time.Now().Add(refuseWait))
+	req := &protocol.Request{}
+	if first, err := NewFramer(c, maxMessage).Next(); err == nil {
+		req, _ = protocol.Decode(first)
+	}
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = c.Write(protocol.EncodeError(&protocol.Request{}, protocol.Errorf(protocol.CodeAuthFailed, "%s", msg)))
+	_, _ = c.Write(protocol.EncodeError(req, protocol.Errorf(protocol.CodeAuthFailed, "%s", msg)))
 	_ = c.Close()
 }
 

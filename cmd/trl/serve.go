@@ -130,7 +130,7 @@ func serve(args []string) int {
 	l.register(fs)
 	instance := fs.String("instance", "default", "instance name: the socket is /tmp/trl-NAME.sock")
 	socket := fs.String("socket", "", "socket path (overrides --instance)")
-	allowAnyUID := fs.Bool("allow-any-uid", false, "accept socket clients of any user (default: the daemon's own user and root)")
+	allowAnyUID := fs.Bool("allow-any-uid", false, "accept socket clients of any user (default: the daemon's own user and root); the socket stays mode 0600, so other users reach it once you widen it (chmod 0666 SOCKET, or a shared group)")
 	var hf httpFlags
 	hf.register(fs)
 	var mf metricsFlags
