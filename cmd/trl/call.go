@@ -30,19 +30,28 @@ func call(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "give up after this long (0: wait as long as the call takes); a command exec.run or exec.stream started is then interrupted, as on Ctrl-C")
 	httpURL := fs.String("http", "", "call a daemon's HTTP transport at this URL (e.g. http://127.0.0.1:8765) with the token in TRL_AUTH_TOKEN")
 	setUsage(fs, "trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
-	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
+	// Flags may also follow METHOD or PARAMS_JSON (`trl call system.ping
+	// --timeout 1s`): each stretch of arguments is parsed in turn.
+	var pos []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return parseExit(err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(stderr, "usage: trl call [--socket PATH | --instance NAME | --http URL] METHOD [PARAMS_JSON]")
+	if len(pos) < 1 || len(pos) > 2 {
+		fmt.Fprintln(stderr, "usage: trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]")
 		return 2
 	}
-	method := fs.Arg(0)
+	method := pos[0]
 	params := json.RawMessage("{}")
-	if fs.NArg() == 2 {
-		params = json.RawMessage(fs.Arg(1))
+	if len(pos) == 2 {
+		params = json.RawMessage(pos[1])
 		if !json.Valid(params) {
-			fmt.Fprintf(stderr, "trl call: PARAMS_JSON is not valid JSON: %s\n", fs.Arg(1))
+			fmt.Fprintf(stderr, "trl call: PARAMS_JSON is not valid JSON: %s\n", pos[1])
 			return 2
 		}
 	}
@@ -189,12 +198,16 @@ func envelopeError(ce *trlclient.Error) *protocol.Error {
 }
 
 // dialHTTP is `trl call --http URL`'s client, with the token from
-// TRL_AUTH_TOKEN (nil after printing why when it is missing).
+// TRL_AUTH_TOKEN (nil after printing why when it is missing). A URL
+// without a scheme is http://.
 func dialHTTP(base string, stderr io.Writer) *trlclient.Client {
 	token := os.Getenv("TRL_AUTH_TOKEN")
 	if token == "" {
 		fmt.Fprintln(stderr, "trl call: --http needs the daemon's token in TRL_AUTH_TOKEN")
 		return nil
+	}
+	if !strings.Contains(base, "://") {
+		base = "http://" + base // --http 127.0.0.1:8765, as --http serve takes it
 	}
 	return trlclient.DialHTTP(strings.TrimSuffix(strings.TrimRight(base, "/"), "/rpc"), token)
 }

@@ -340,6 +340,15 @@ func TestCallCommand(t *testing.T) {
 	out, err = exec.Command(trlBin, "call", "--socket", d.socket, "exec.stream", `{"command":"echo s"}`).Output()
 	require.NoError(t, err)
 	assert.Contains(t, string(out), `"method":"exec.exit"`)
+	// Flags after METHOD and PARAMS_JSON are flags too (they printed
+	// only the usage).
+	out, err = exec.Command(trlBin, "call", "exec.run", `{"command":"echo after"}`, "--socket", d.socket, "--timeout", "30s").Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"stdout":"after\n"`)
+	err = exec.Command(trlBin, "call", "--socket", d.socket, "a", "b", "c").Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 2, ee.ExitCode(), "three positional arguments: the usage")
 }
 
 // TestStdioSmoke pipes one golden conversation through the built binary

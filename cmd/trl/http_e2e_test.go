@@ -348,6 +348,14 @@ func TestHTTPCallCommand(t *testing.T) {
 	assert.Contains(t, out, "AUTH_FAILED")
 	_, err = run("", "system.ping")
 	require.Error(t, err)
+
+	// --http takes host:port as serve --http does (was: unsupported
+	// protocol scheme), and flags may follow METHOD.
+	cmd := exec.Command(trlBin, "call", "--http", strings.TrimPrefix(d.url, "http://"), "system.ping", "--timeout", "10s")
+	cmd.Env = append(os.Environ(), "TRL_AUTH_TOKEN="+e2eToken)
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	assert.Contains(t, string(b), `"uptime_s"`)
 }
 
 func TestGatewayEndToEnd(t *testing.T) {
