@@ -116,6 +116,7 @@ func TestGolden(t *testing.T) {
 	call("interrupting it", "cancel", map[string]any{"exec_id": id})
 	call("how it ended", "wait", map[string]any{"exec_id": id, "timeout_ms": 10000})
 	call("nothing running", "cancel", map[string]any{})
+	call("a signal that is none, nothing running", "cancel", map[string]any{"signal": "SIGFOO"})
 	bySession := call("a second yield", "run", map[string]any{"command": "sleep 30", "yield_ms": 300})
 	call("interrupting the session's command", "cancel", map[string]any{})
 	call("how that one ended", "wait", map[string]any{"exec_id": data(bySession)["exec_id"], "timeout_ms": 10000})

@@ -308,6 +308,9 @@ type CancelOutput struct {
 // names the command, because once it has ended `wait` finds it by its
 // exec_id only (a session that runs nothing has nothing to wait for).
 func (s *server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in CancelInput) (*mcp.CallToolResult, any, error) {
+	if _, err := protocol.Signal(in.Signal).Number(); err != nil {
+		return toolError(err), nil, nil // before looking: a bad signal is wrong whatever runs
+	}
 	id := in.ExecID
 	if id == "" {
 		var err error

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // API is trl's work as typed Go calls: the runtime implements it
@@ -123,6 +126,29 @@ func (s *Signal) UnmarshalJSON(b []byte) error {
 	}
 	*s = Signal(n.String())
 	return nil
+}
+
+// Number is the signal s names, given as a name ("SIGINT", "INT", case
+// ignored) or a number; empty means SIGINT. A name or number that is no
+// signal is INVALID_PARAMS.
+func (s Signal) Number() (unix.Signal, error) {
+	if s == "" {
+		return unix.SIGINT, nil
+	}
+	if n, err := strconv.Atoi(string(s)); err == nil {
+		if n >= 1 && n <= 64 {
+			return unix.Signal(n), nil
+		}
+		return 0, Errorf(CodeInvalidParams, "signal %d is not a signal name (SIGINT, TERM, KILL, HUP, ...) or a number from 1 to 64", n)
+	}
+	name := strings.ToUpper(strings.TrimSpace(string(s)))
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	if sig := unix.SignalNum(name); sig != 0 {
+		return sig, nil
+	}
+	return 0, Errorf(CodeInvalidParams, "signal %s is not a signal name (SIGINT, TERM, KILL, HUP, ...) or a number from 1 to 64", clipString(strconv.Quote(string(s))))
 }
 
 // InputList is exec.input's input: on the wire a string, or a list of

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -430,7 +429,7 @@ func (rt *Runtime) ExecCancel(ctx context.Context, p protocol.ExecCancelParams) 
 }
 
 func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) (protocol.ExecCancelResult, error) {
-	sig, err := parseSignal(p.Signal)
+	sig, err := p.Signal.Number()
 	if err != nil {
 		return protocol.ExecCancelResult{}, err
 	}
@@ -462,24 +461,3 @@ func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) 
 	return protocol.ExecCancelResult{Canceled: true, Signal: unix.SignalName(sent)}, nil
 }
 
-// parseSignal reads a signal given as a name ("SIGINT", "INT", case
-// ignored) or a number; absent means SIGINT.
-func parseSignal(s protocol.Signal) (unix.Signal, error) {
-	if s == "" {
-		return unix.SIGINT, nil
-	}
-	if n, err := strconv.Atoi(string(s)); err == nil {
-		if n >= 1 && n <= 64 {
-			return unix.Signal(n), nil
-		}
-		return 0, protocol.Errorf(protocol.CodeInvalidParams, "signal %d is not a signal name (SIGINT, TERM, KILL, HUP, ...) or a number from 1 to 64", n)
-	}
-	name := strings.ToUpper(strings.TrimSpace(string(s)))
-	if !strings.HasPrefix(name, "SIG") {
-		name = "SIG" + name
-	}
-	if sig := unix.SignalNum(name); sig != 0 {
-		return sig, nil
-	}
-	return 0, protocol.Errorf(protocol.CodeInvalidParams, "signal %s is not a signal name (SIGINT, TERM, KILL, HUP, ...) or a number from 1 to 64", clip(strconv.Quote(string(s)), 32))
-}
