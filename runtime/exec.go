@@ -460,4 +460,3 @@ func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) 
 	}
 	return protocol.ExecCancelResult{Canceled: true, Signal: unix.SignalName(sent)}, nil
 }
-
