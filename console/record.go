@@ -19,6 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/runtime"
 	"github.com/trl-project/trl/session"
 )
 
@@ -52,9 +53,8 @@ type Source interface {
 	// OnSessionCreate calls f with each new session before any request
 	// reaches it.
 	OnSessionCreate(f func(*session.Session)) (remove func())
-	// OnCommandEnd calls f as each command ends, once exec.list and
-	// exec.read see its end; f must not block.
-	OnCommandEnd(f func(sessionID, execID string)) (remove func())
+	// OnCommandEnd calls f as each command ends; f must not block.
+	OnCommandEnd(f func(runtime.CommandEnd)) (remove func())
 }
 
 // NewRecorder records into dir (made 0700 if missing).
@@ -101,7 +101,7 @@ func (r *Recorder) record(ctx context.Context, s *session.Session) {
 		r.mu.Unlock()
 		return
 	}
-	rec := &recording{id: id, wake: make(chan struct{}, 1), written: map[string]bool{}}
+	rec := &recording{id: id, wake: make(chan struct{}, 1)}
 	r.recs[id] = rec // claimed: a second record of s stops above
 	r.keepers.Add(1) // under mu, so a stopping Run waits for it
 	r.mu.Unlock()
@@ -116,58 +116,112 @@ func (r *Recorder) record(ctx context.Context, s *session.Session) {
 	go r.keep(ctx, s, rec)
 }
 
-// commandEnded wakes the keep of the command's session.
-func (r *Recorder) commandEnded(sessionID, _ string) {
+// commandEnded hands an ended command to its session's keep.
+func (r *Recorder) commandEnded(e runtime.CommandEnd) {
 	r.mu.Lock()
-	rec := r.recs[sessionID]
+	rec := r.recs[e.Summary.SessionID]
 	r.mu.Unlock()
-	if rec != nil {
-		select {
-		case rec.wake <- struct{}{}:
-		default: // a wake is pending: it writes every row due
-		}
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	rec.ended = append(rec.ended, e)
+	if e.Ran {
+		rec.ranEnded++
+	}
+	rec.mu.Unlock()
+	select {
+	case rec.wake <- struct{}{}:
+	default: // a wake is pending: it writes every row due
 	}
 }
 
 // keep owns a recording's commands file, from the session's start until
 // it ends (or the recorder stops): each command that ends is written as
-// one row. A session that ends takes its running command with it; that
-// command's row is written once it has ended too.
+// one row. A session that ends takes its running command with it; the
+// end of that command comes after the session's (a command that ended
+// the shell, such as `exit 3`, may even be registered after it), and is
+// waited for, up to endedWait. A recorder that stops waits for nothing.
 func (r *Recorder) keep(ctx context.Context, s *session.Session, rec *recording) {
 	defer r.keepers.Done()
 	for {
 		select {
 		case <-rec.wake:
-			r.transcript(recorderCtx(ctx), rec, false)
+			r.writeRows(ctx, rec)
 			continue
 		case <-s.Ended():
+			r.awaitLast(ctx, rec)
 		case <-ctx.Done():
 		}
 		break
 	}
 	// The last rows are written with the recorder's context ended too.
-	r.transcript(recorderCtx(context.WithoutCancel(ctx)), rec, true)
+	r.writeRows(context.WithoutCancel(ctx), rec)
 	r.mu.Lock()
 	delete(r.recs, rec.id)
 	r.mu.Unlock()
 	rec.close()
 }
 
+// awaitLast writes rows until every command the recording saw start has
+// ended, for at most endedWait.
+func (r *Recorder) awaitLast(ctx context.Context, rec *recording) {
+	t := time.NewTimer(endedWait)
+	defer t.Stop()
+	for {
+		rec.mu.Lock()
+		done := rec.ranEnded >= rec.starts
+		rec.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-rec.wake:
+			r.writeRows(ctx, rec)
+		case <-t.C:
+			r.log.Warn().Str("session", rec.id).Msg("recording closed before its last command's end was told")
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// writeRows writes a row for each command that ended since the last: the
+// console transcript's entry, output included. The output is read with
+// no lock held.
+func (r *Recorder) writeRows(ctx context.Context, rec *recording) {
+	rec.mu.Lock()
+	ended := rec.ended
+	rec.ended = nil
+	rec.mu.Unlock()
+	for _, e := range ended {
+		line, _ := json.Marshal(transcriptEntryOf(recorderCtx(ctx), e.Summary, e.Read))
+		_, _ = rec.cmds.Write(append(line, '\n'))
+	}
+}
+
 // recording is one session's two files.
 type recording struct {
-	id      string
-	wake    chan struct{} // a command ended
-	written map[string]bool
-	unsub   func()
+	id    string
+	wake  chan struct{} // a command ended
+	unsub func()
+	cmds  *os.File // the rows; keep's alone once start has returned
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// ended are the commands that ended and have no row yet; starts and
+	// ranEnded count the commands seen to start and, of those that ran,
+	// to end.
+	ended    []runtime.CommandEnd
+	starts   int
+	ranEnded int
+
 	start time.Time
 	cast  *os.File
 	buf   *bufio.Writer
 	size  int64
 	limit int64
 	cut   bool
-	cmds  *os.File
 	// flushing is armed while events wait in buf: a recording read while
 	// its session runs (the console replays it) lags by flushDelay at most.
 	flushing *time.Timer
@@ -215,6 +269,9 @@ func (r *Recorder) start(s *session.Session, rec *recording) error {
 				rec.event("i", p) // typed input; secrets arrive masked
 			case session.CommandStart: // markers: asciinema can jump to them
 				rec.event("m", append([]byte("$ "), p...))
+				rec.mu.Lock()
+				rec.starts++
+				rec.mu.Unlock()
 			case session.CommandEnd:
 				rec.event("m", append([]byte("exit "), p...))
 			case session.ScreenReset: // the screen changed without a byte
@@ -286,62 +343,9 @@ func recorderCtx(ctx context.Context) context.Context {
 	return protocol.WithCaller(ctx, protocol.Caller{Transport: "recorder", Actor: "recorder"})
 }
 
-// endedWait bounds how long the last rows of an ended session wait for
-// its running command to end with it.
+// endedWait bounds how long the rows of an ended session wait for the
+// end of the command it was running.
 const endedWait = 10 * time.Second
-
-// transcript writes a row for each of the session's commands that ended
-// and has none yet: the console transcript's entry, output included.
-// With last (the session ended), a command still running is waited for.
-// The method table is asked with no lock held: exec.list looks at the
-// terminal under the session's output lock, which the session holds
-// while it hands output to rec.event.
-func (r *Recorder) transcript(ctx context.Context, rec *recording, last bool) {
-	rec.mu.Lock()
-	if rec.buf != nil {
-		_ = rec.buf.Flush()
-	}
-	rec.mu.Unlock()
-	// Every command of every session: the session may be gone already.
-	list, err := r.src.ExecList(ctx, protocol.ExecListParams{})
-	if err != nil {
-		return
-	}
-	for _, c := range list.Commands {
-		if c.SessionID != rec.id || rec.written[c.ExecID] {
-			continue
-		}
-		if c.State != "exited" {
-			if !last {
-				continue
-			}
-			timeout := endedWait.Milliseconds()
-			if st, err := r.src.ExecWait(ctx, protocol.ExecWaitParams{ExecID: c.ExecID, TimeoutMS: &timeout}); err != nil || st.State != "exited" {
-				continue
-			}
-			if c, err = r.summary(ctx, c.ExecID); err != nil {
-				continue
-			}
-		}
-		rec.written[c.ExecID] = true
-		line, _ := json.Marshal(transcriptEntryOf(ctx, r.src, c))
-		_, _ = rec.cmds.Write(append(line, '\n'))
-	}
-}
-
-// summary is one command's exec.list entry.
-func (r *Recorder) summary(ctx context.Context, execID string) (protocol.ExecSummary, error) {
-	list, err := r.src.ExecList(ctx, protocol.ExecListParams{})
-	if err != nil {
-		return protocol.ExecSummary{}, err
-	}
-	for _, c := range list.Commands {
-		if c.ExecID == execID {
-			return c, nil
-		}
-	}
-	return protocol.ExecSummary{}, fmt.Errorf("command %s is no longer kept", execID)
-}
 
 func (rec *recording) close() {
 	if rec.unsub != nil {

@@ -51,7 +51,7 @@ func (c *Console) commands(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]transcriptEntry, 0, len(list.Commands))
 	for _, cmd := range list.Commands {
-		out = append(out, transcriptEntryOf(ctx, c.opts.API, cmd))
+		out = append(out, transcriptEntryOf(ctx, cmd, c.opts.API.ExecRead))
 	}
 	writeJSON(w, http.StatusOK, transcript{SessionID: sid, Commands: out})
 }
@@ -77,12 +77,12 @@ func humanDuration(d time.Duration) string {
 	}
 }
 
-// transcriptEntryOf is cmd's entry: its summary, its output as text and
-// its duration in human units.
-func transcriptEntryOf(ctx context.Context, api protocol.API, cmd protocol.ExecSummary) transcriptEntry {
+// transcriptEntryOf is cmd's entry: its summary, its output as text (read
+// with read, as exec.read) and its duration in human units.
+func transcriptEntryOf(ctx context.Context, cmd protocol.ExecSummary, read func(context.Context, protocol.ExecReadParams) (protocol.ExecReadResult, error)) transcriptEntry {
 	e := transcriptEntry{ExecSummary: cmd, Duration: humanDuration(time.Duration(cmd.DurationMS) * time.Millisecond)}
 	for _, stream := range []string{"stdout", "stderr"} {
-		rd, err := api.ExecRead(ctx, protocol.ExecReadParams{ExecID: cmd.ExecID, Stream: stream, Limit: transcriptLimit, Render: "text"})
+		rd, err := read(ctx, protocol.ExecReadParams{ExecID: cmd.ExecID, Stream: stream, Limit: transcriptLimit, Render: "text"})
 		if err != nil {
 			e.OutputError = protocol.AsError(err).Message
 			continue

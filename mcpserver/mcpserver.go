@@ -46,10 +46,11 @@ type Options struct {
 	API protocol.API
 	// Version is reported to clients.
 	Version string
-	// Check, when set, runs before every tool call; an error it returns
-	// is the call's answer, and the tool does not run. `trl mcp` uses it
-	// to say that the daemon it bridges to stopped or restarted.
-	Check func(ctx context.Context) error
+	// Check, when set, runs before every tool call with the tool's name;
+	// an error it returns is the call's answer, and the tool does not
+	// run. `trl mcp` uses it to say that the daemon it bridges to stopped
+	// or restarted.
+	Check func(ctx context.Context, tool string) error
 }
 
 type server struct {
@@ -116,11 +117,11 @@ func New(o Options) *mcp.Server {
 
 // checked runs check before each tool call and answers its error in the
 // tool's place.
-func checked(check func(context.Context) error) mcp.Middleware {
+func checked(check func(context.Context, string) error) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
-				if err := check(ctx); err != nil {
+			if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && call.Params != nil {
+				if err := check(ctx, call.Params.Name); err != nil {
 					return toolError(err), nil
 				}
 			}

@@ -81,6 +81,10 @@ type SessionDestroyed struct {
 type PingResult struct {
 	UptimeS float64 `json:"uptime_s"`
 	Version string  `json:"version"`
+	// StartedAt is when this daemon started (RFC 3339, nanoseconds): a
+	// client that sees it change knows the daemon restarted, and its
+	// sessions are gone.
+	StartedAt string `json:"started_at"`
 }
 
 // StatsResult is system.stats's result. Limits names every configured

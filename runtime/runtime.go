@@ -50,7 +50,7 @@ type Runtime struct {
 	// they run and for a while after, and the one each session runs.
 	jobs    *exec.Registry
 	started time.Time
-	ended   callbacks.List[func(sessionID, execID string)] // OnCommandEnd's
+	ended   callbacks.List[func(CommandEnd)] // OnCommandEnd's
 
 	mu      sync.Mutex
 	closing bool

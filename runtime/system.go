@@ -17,7 +17,7 @@ func (rt *Runtime) SystemPing(ctx context.Context, p protocol.PingParams) (proto
 }
 
 func (rt *Runtime) systemPing(ctx context.Context, p protocol.PingParams) (protocol.PingResult, error) {
-	return protocol.PingResult{UptimeS: time.Since(rt.started).Seconds(), Version: Version}, nil
+	return protocol.PingResult{UptimeS: time.Since(rt.started).Seconds(), Version: Version, StartedAt: rt.started.UTC().Format(time.RFC3339Nano)}, nil
 }
 
 // SystemStats is the typed systemStats.

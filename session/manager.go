@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -177,8 +178,10 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 	if err == nil {
 		err = s.startWithState(cfg, m.opts) // closes s on failure
 	}
+	var told []*func(*Session)
 	if err == nil {
-		for _, f := range m.created.Load() {
+		told = m.created.Load()
+		for _, f := range told {
 			(*f)(s)
 		}
 	}
@@ -200,6 +203,13 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 		m.byName[cfg.Name] = s
 	}
 	m.mu.Unlock()
+	// A callback added meanwhile may have listed the sessions before
+	// this one was registered: it is told now.
+	for _, f := range m.created.Load() {
+		if !slices.Contains(told, f) {
+			(*f)(s)
+		}
+	}
 	s.log.Info().Str("shell", cfg.Shell).Str("name", cfg.Name).Msg("session created")
 	metrics.Get().SessionCreated()
 	return s, nil
@@ -207,8 +217,10 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 
 // OnCreate calls f with each session created from now on, before it is
 // registered: no request can have reached it yet, so f sees its every
-// command. f runs on the creating request's goroutine and must not block
-// for long; remove stops the calls.
+// command. (A session whose creation was past that point when f was
+// added is told just after it is registered, so that f, having listed the
+// sessions, misses none.) f runs on the creating request's goroutine and
+// must not block for long; remove stops the calls.
 func (m *Manager) OnCreate(f func(*Session)) (remove func()) { return m.created.Add(f) }
 
 // normalize applies defaults and checks cfg.

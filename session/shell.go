@@ -372,11 +372,12 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	}
 	// The start record: the shell has parsed the line and runs it. The
 	// shell's own stdout is the control pipe. Its last argument, like
-	// statusFunc's, is empty: the last argument of the statement just
-	// before the command is what the command finds in $_, which held the
-	// record (with the session's nonce) in dash and the command's own
-	// text (the history call's) in bash and zsh.
-	b.WriteString(d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037" + nonce + "\\037' ''; ")
+	// statusFunc's, is empty (taken by a %s, so that a printf program
+	// does not warn of an argument left over): the last argument of the
+	// statement just before the command is what the command finds in $_,
+	// which held the record (with the session's nonce) in dash and the
+	// command's own text (the history call's) in bash and zsh.
+	b.WriteString(d.printf + " '\\036TRL:" + nonce + ":S" + n + "\\037" + nonce + "\\037%s' ''; ")
 	if prev != 0 {
 		// The last command's status, as $? (statusFunc); after a 0 the
 		// statements before leave it 0.

@@ -42,7 +42,7 @@ func mcpCmd(args []string) int {
 	defer stop()
 
 	var api protocol.API
-	var check func(context.Context) error
+	var check func(context.Context, string) error
 	if c, started := dialDaemon(ctx, path); c != nil {
 		defer c.Close()
 		log.Info().Str("socket", path).Msg("trl mcp: bridging to the daemon; sessions outlive this MCP client")
@@ -81,57 +81,45 @@ var errSignalled = errors.New("trl mcp: stopped by a signal")
 
 // dialDaemon returns a client of the daemon on socket when one answers
 // system.ping within 2 s, with when that daemon started; else nil.
-func dialDaemon(ctx context.Context, socket string) (*trlclient.Client, time.Time) {
+func dialDaemon(ctx context.Context, socket string) (*trlclient.Client, string) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	c, err := trlclient.Dial(ctx, socket)
 	if err != nil {
-		return nil, time.Time{}
+		return nil, ""
 	}
-	started, _, err := daemonStart(ctx, c)
-	if err != nil {
-		c.Close()
-		return nil, time.Time{}
-	}
-	return c, started
-}
-
-// daemonStart asks the daemon how long it has run (system.ping) and
-// returns when it started, on this process's monotonic clock, to within
-// the call's round trip, and how long it has run.
-func daemonStart(ctx context.Context, c *trlclient.Client) (time.Time, time.Duration, error) {
-	before := time.Now()
 	pong, err := c.SystemPing(ctx, protocol.PingParams{})
 	if err != nil {
-		return time.Time{}, 0, err
+		c.Close()
+		return nil, ""
 	}
-	up := time.Duration(pong.UptimeS * float64(time.Second))
-	return before.Add(-up), up, nil
+	return c, pong.StartedAt
 }
 
 // daemonWatch is `trl mcp`'s look at the daemon it bridges to, before
-// every tool call. The client dials the socket again when its connection
-// is lost, so without it a call after the daemon restarted would run in
-// a new daemon's fresh shell, unannounced: a command meant for a
-// session's directory and variables, run elsewhere. Instead, the first
-// call after a restart answers that the sessions are gone and runs
-// nothing, and a call while no daemon answers says how to start one.
+// every tool call but cancel. The client dials the socket again when its
+// connection is lost, so without it a call after the daemon restarted
+// would run in a new daemon's fresh shell, unannounced: a command meant
+// for a session's directory and variables, run elsewhere. Instead, the
+// first call after a restart (system.ping's started_at changed) answers
+// that the sessions are gone and runs nothing, and a call while no
+// daemon answers says how to start one. cancel is never held up: on a
+// new daemon its command is not found anyway.
 type daemonWatch struct {
 	c      *trlclient.Client
 	socket string
 
 	mu      sync.Mutex
-	started time.Time // when the daemon last seen started
+	started string // the started_at of the daemon last seen
 }
 
-// restartSlack is how far apart two estimates of one daemon's start may
-// be (each is off by at most a system.ping round trip).
-const restartSlack = 250 * time.Millisecond
-
-func (w *daemonWatch) check(ctx context.Context) error {
+func (w *daemonWatch) check(ctx context.Context, tool string) error {
+	if tool == "cancel" {
+		return nil
+	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	started, up, err := daemonStart(pctx, w.c)
+	pong, err := w.c.SystemPing(pctx, protocol.PingParams{})
 	var pe *protocol.Error
 	switch {
 	case err == nil:
@@ -144,10 +132,11 @@ func (w *daemonWatch) check(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if d := started.Sub(w.started); d > -restartSlack && d < restartSlack {
+	if pong.StartedAt == w.started {
 		return nil
 	}
-	w.started = started
+	w.started = pong.StartedAt
+	up := time.Duration(pong.UptimeS * float64(time.Second))
 	ago := "less than a second ago"
 	if up >= time.Second {
 		ago = up.Round(time.Second).String() + " ago"

@@ -134,7 +134,7 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\bx-[0-9a-f]{16}\b`), `x-*`},
 	{regexp.MustCompile(`"(duration_ms|pid|memory_rss_bytes|goroutines|open_fds)":\d+`), `"$1":0`},
 	{regexp.MustCompile(`"uptime_s":[0-9.e+-]+`), `"uptime_s":0`},
-	{regexp.MustCompile(`"(created_at|last_used_at)":"[^"]*"`), `"$1":"T"`},
+	{regexp.MustCompile(`"(created_at|last_used_at|started_at)":"[^"]*"`), `"$1":"T"`},
 	{regexp.MustCompile(`"version":"[^"]*"`), `"version":"V"`},
 	{regexp.MustCompile(`"mtime":"[^"]*"`), `"mtime":"T"`},
 	// A conversation's scratch directory (mktemp -d /tmp/tmp.XXXXXXXXXX).
