@@ -211,3 +211,30 @@ func TestProgressAndCancellation(t *testing.T) {
 		return false
 	}, 10*time.Second, 50*time.Millisecond, "the command was interrupted")
 }
+
+// Two runs that create one new named session at once: one creates it;
+// the other runs there too, or finds it busy, but is never told the name
+// is taken by a session it cannot find (a walkthrough got INVALID_PARAMS
+// "a live session is already named" four times in five).
+func TestRunsCreatingOneSessionAtOnce(t *testing.T) {
+	cs, _ := connect(t, nil)
+	for round := 0; round < 3; round++ {
+		name := "together-" + string(rune('a'+round))
+		var wg sync.WaitGroup
+		texts := make([]string, 2)
+		errs := make([]bool, 2)
+		for i := range texts {
+			wg.Go(func() {
+				texts[i], _, errs[i] = callTool(t, cs, "run", map[string]any{"session": name, "command": "echo ran; sleep 0.2"})
+			})
+		}
+		wg.Wait()
+		for i := range texts {
+			if errs[i] {
+				assert.True(t, strings.HasPrefix(texts[i], "SESSION_BUSY: "), "%q", texts[i])
+			} else {
+				assert.Contains(t, texts[i], "ran\n")
+			}
+		}
+	}
+}

@@ -530,3 +530,38 @@ func TestUnderscoreCarriesNoTrlText(t *testing.T) {
 		assert.NotContains(t, out, s.nonce)
 	})
 }
+
+// TestNameCreatedAtOnce: calls that create one named session at once get
+// one session; every other call is told the name is taken only once that
+// session can be found by it (two agents running in a new named session
+// at once got "already named" for a session not yet there).
+func TestNameCreatedAtOnce(t *testing.T) {
+	m := NewManager(Options{Logger: testLogger(), Subreaper: true})
+	t.Cleanup(m.CloseAll)
+	const n = 6
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	made, taken := 0, 0
+	for i := 0; i < n; i++ {
+		wg.Go(func() {
+			_, err := m.Create(Config{Name: "together"})
+			if err == nil {
+				mu.Lock()
+				made++
+				mu.Unlock()
+				return
+			}
+			if !assert.ErrorIs(t, err, ErrNameTaken) {
+				return
+			}
+			_, gerr := m.Get("together")
+			assert.NoError(t, gerr, "a taken name's session is there")
+			mu.Lock()
+			taken++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 1, made)
+	assert.Equal(t, n-1, taken)
+}

@@ -27,11 +27,14 @@ type Manager struct {
 	opts Options
 	log  zerolog.Logger
 
-	mu       sync.Mutex
-	byID     map[string]*Session
-	byName   map[string]*Session
-	pending  int // sessions being started, counted against the limit
-	names    map[string]bool
+	mu      sync.Mutex
+	byID    map[string]*Session
+	byName  map[string]*Session
+	pending int // sessions being started, counted against the limit
+	names   map[string]bool
+	// naming holds the names of sessions being created, each with a
+	// channel closed once that creation succeeded or failed.
+	naming   map[string]chan struct{}
 	closed   bool
 	creating sync.Mutex // serialises creation of the default session
 	// lastDefault is the id of the last default session created; guarded
@@ -61,6 +64,7 @@ func NewManager(opts Options) *Manager {
 		byID:   map[string]*Session{},
 		byName: map[string]*Session{},
 		names:  map[string]bool{},
+		naming: map[string]chan struct{}{},
 		swept:  make(chan struct{}),
 	}
 	if opts.Subreaper {
@@ -119,6 +123,20 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 		return nil, errorf(ErrStart, "isolation is unavailable, so no session can be created: %v", m.poolErr)
 	}
 	m.mu.Lock()
+	// A name another call is creating a session with is decided by that
+	// call: waited for, it is either taken (ErrNameTaken, and the session
+	// is there for whoever looks it up next) or free again. Two agents
+	// that create one named session at once thus see it exist, never a
+	// name taken by a session that cannot be found yet.
+	for cfg.Name != "" && !m.closed {
+		wait, ok := m.naming[cfg.Name]
+		if !ok {
+			break
+		}
+		m.mu.Unlock()
+		<-wait
+		m.mu.Lock()
+	}
 	if m.closed {
 		m.mu.Unlock()
 		return nil, ErrShuttingDown
@@ -159,6 +177,14 @@ func (m *Manager) Create(cfg Config) (*Session, error) {
 			return nil, errorf(ErrNameTaken, "a live session is already named %q; pick another name or destroy it", cfg.Name)
 		}
 		m.names[cfg.Name] = true
+		created := make(chan struct{})
+		m.naming[cfg.Name] = created
+		defer func() {
+			m.mu.Lock()
+			delete(m.naming, cfg.Name)
+			m.mu.Unlock()
+			close(created)
+		}()
 	}
 	m.pending++
 	m.mu.Unlock()
