@@ -86,6 +86,52 @@ func TestChunkedReadReassembles(t *testing.T) {
 	assert.ErrorIs(t, err, ErrLimit)
 }
 
+// Files of /proc and /sys do not say their size (0, or 4096 whatever
+// they hold): a read goes to their end, and the size it answers is what
+// it found. fs.read of /proc/cpuinfo answered nothing, complete, and a
+// chunked read of a /sys file never completed.
+func TestReadPseudoFiles(t *testing.T) {
+	fs := newFS(t)
+	want, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	c, err := fs.Read(Scope{}, "/proc/self/status", ReadOptions{})
+	require.NoError(t, err)
+	assert.True(t, c.Complete)
+	assert.Equal(t, int64(len(c.Data)), c.Size)
+	assert.Contains(t, string(c.Data), "Name:\t")
+	assert.InDelta(t, len(want), len(c.Data), 200, "as much as a read by the test found")
+
+	c, err = fs.Read(Scope{}, "/proc/self/status", ReadOptions{LineOffset: 1, LineLimit: 2})
+	require.NoError(t, err)
+	assert.Equal(t, 2, c.Lines)
+	assert.False(t, c.Complete)
+
+	c, err = fs.Read(Scope{}, "/proc/self/status", ReadOptions{LineOffset: 1})
+	require.NoError(t, err)
+	assert.True(t, c.Complete)
+	assert.Equal(t, int64(len(c.Data)), c.Size, "a read of every line says the size it found")
+
+	const sys = "/sys/kernel/mm/transparent_hugepage/enabled"
+	if _, err := os.Stat(sys); err != nil {
+		t.Skipf("no %s here: the /sys half is not tried", sys)
+	}
+	var got []byte
+	for off, i := int64(0), 0; ; i++ {
+		require.Less(t, i, 10, "a chunked read of %s completes", sys)
+		c, err := fs.Read(Scope{}, sys, ReadOptions{Offset: off, Length: 8})
+		require.NoError(t, err)
+		got = append(got, c.Data...)
+		off += int64(len(c.Data))
+		if c.Complete {
+			assert.Equal(t, off, c.Size)
+			break
+		}
+	}
+	whole, err := os.ReadFile(sys)
+	require.NoError(t, err)
+	assert.Equal(t, string(whole), string(got))
+}
+
 func TestReadLines(t *testing.T) {
 	fs := newFS(t)
 	p := filepath.Join(t.TempDir(), "f")

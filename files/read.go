@@ -63,27 +63,50 @@ func (fs *FS) Read(sc Scope, p string, o ReadOptions) (Chunk, error) {
 		defer f.Close()
 		c = Chunk{Path: l.abs, Size: st.Size(), Mode: st.Mode(), MTime: st.ModTime()}
 		if o.LineOffset > 0 || o.LineLimit > 0 {
-			return readLines(f, &c, o)
+			err = readLines(f, &c, o)
+		} else {
+			err = readRange(f, &c, o)
 		}
-		c.Offset = o.Offset
-		if o.Offset >= c.Size {
-			c.Complete = true
-			return nil
-		}
-		n := min(o.Length, c.Size-o.Offset)
-		c.Data = make([]byte, n)
-		got, err := f.ReadAt(c.Data, o.Offset)
-		c.Data = c.Data[:got]
-		if err == io.EOF {
-			err = nil
-		}
-		c.Complete = o.Offset+int64(got) >= c.Size
 		if err != nil {
 			return pathError(err, l.abs)
+		}
+		// The size a read to the end found is the file's: /proc's files
+		// say 0 and /sys's 4096 whatever they hold, and a file may have
+		// changed since it was looked at.
+		if c.Complete && c.Offset <= c.Size+int64(len(c.Data)) {
+			c.Size = c.Offset + int64(len(c.Data))
 		}
 		return nil
 	})
 	return c, err
+}
+
+// readRange fills c with at most o.Length bytes from o.Offset. It reads
+// to the end of the file rather than to its size, which /proc and /sys
+// do not tell, and one byte more than it answers, to know whether the
+// file goes on.
+func readRange(f *os.File, c *Chunk, o ReadOptions) error {
+	c.Offset = o.Offset
+	r := io.NewSectionReader(f, o.Offset, o.Length+1)
+	// Sized for what the file says it holds, so that a regular file is
+	// read into one buffer; grown for one that holds more.
+	data := make([]byte, 0, min(o.Length+1, max(c.Size-o.Offset+1, 4<<10)))
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c.Complete = int64(len(data)) <= o.Length
+	c.Data = data[:min(int64(len(data)), o.Length)]
+	return nil
 }
 
 // readLines fills c with whole lines from o.LineOffset, at most

@@ -103,6 +103,44 @@ func TestHTTPFilesEndToEnd(t *testing.T) {
 	assert.Equal(t, content, b, "refused requests changed nothing")
 }
 
+// TestHTTPFilesOfProcAndSys: GET /files of a /proc file (which refuses
+// to seek for its size) and of a /sys file (which says 4096 bytes
+// whatever it holds) sends the file as read, whole; fs.read of them
+// answers their content and the size it found.
+func TestHTTPFilesOfProcAndSys(t *testing.T) {
+	d := startHTTPDaemon(t)
+	resp := d.do(t, http.MethodGet, d.filesURL("/proc/version"), nil, bearer())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	want, err := os.ReadFile("/proc/version")
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+
+	const sys = "/sys/kernel/mm/transparent_hugepage/enabled"
+	if want, err = os.ReadFile(sys); err == nil {
+		resp = d.do(t, http.MethodGet, d.filesURL(sys), nil, bearer())
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		got, err = io.ReadAll(resp.Body)
+		require.NoError(t, err, "the body is whole (a length of 4096 left it short)")
+		assert.Equal(t, string(want), string(got))
+	}
+
+	resp = d.post(t, "/rpc", `{"id":1,"method":"fs.read","params":{"path":"/proc/version"}}`, bearer())
+	data := bodyJSON(t, resp)["data"].(map[string]any)
+	version := mustRead(t, "/proc/version")
+	assert.Equal(t, string(version), data["data"])
+	assert.EqualValues(t, len(version), data["size"])
+	assert.Equal(t, true, data["complete"])
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return b
+}
+
 // TestHTTPFilesBigAndLean: a 256 MiB upload and download are byte-exact
 // and the daemon's peak RSS grows by less than 48 MiB: the file streams
 // between socket and disk, never held in memory.
