@@ -14,19 +14,21 @@ import (
 // Status is the structured content of run, send_input and wait: the same
 // bounded view of the output the text shows, with the command's state.
 type Status struct {
-	ExecID        string              `json:"exec_id"`
-	SessionID     string              `json:"session_id"`
-	State         string              `json:"state"`
-	Reason        string              `json:"reason"`
-	ExitCode      *int                `json:"exit_code"`
-	DurationMS    int64               `json:"duration_ms"`
-	TimedOut      bool                `json:"timed_out"`
-	Canceled      bool                `json:"canceled"`
-	SessionExited bool                `json:"session_exited"`
-	Cwd           string              `json:"cwd"`
-	Stdout        Output              `json:"stdout"`
-	Stderr        Output              `json:"stderr"`
-	Input         *protocol.InputWait `json:"input,omitempty"`
+	ExecID        string `json:"exec_id"`
+	SessionID     string `json:"session_id"`
+	State         string `json:"state"`
+	Reason        string `json:"reason"`
+	ExitCode      *int   `json:"exit_code"`
+	DurationMS    int64  `json:"duration_ms"`
+	TimedOut      bool   `json:"timed_out"`
+	Canceled      bool   `json:"canceled"`
+	SessionExited bool   `json:"session_exited"`
+	// SessionEndCause says why the session ended with the command.
+	SessionEndCause string              `json:"session_end_cause,omitempty"`
+	Cwd             string              `json:"cwd"`
+	Stdout          Output              `json:"stdout"`
+	Stderr          Output              `json:"stderr"`
+	Input           *protocol.InputWait `json:"input,omitempty"`
 	// Approval is set when the command awaits, or had, a person's
 	// approval (the command policy).
 	Approval  *protocol.Approval `json:"approval,omitempty"`
@@ -181,7 +183,7 @@ func omittedLine(stream string, om *Omitted) string {
 func (s *server) status(ctx context.Context, st protocol.ExecStatus) Status {
 	v := Status{ExecID: st.ExecID, SessionID: st.SessionID, State: st.State, Reason: st.Reason, ExitCode: st.ExitCode,
 		DurationMS: st.DurationMS, TimedOut: st.TimedOut, Canceled: st.Canceled, SessionExited: st.SessionExited,
-		Cwd: st.Cwd, Input: st.Input, Approval: st.Approval, AltScreen: st.AltScreen}
+		SessionEndCause: st.SessionEndCause, Cwd: st.Cwd, Input: st.Input, Approval: st.Approval, AltScreen: st.AltScreen}
 	if st.AltScreen && st.Screen != nil {
 		v.Screen = st.Screen.Lines // a full-screen program: the screen is what it shows
 		return v
@@ -227,7 +229,12 @@ func (v Status) statusLine() string {
 		code = *v.ExitCode
 	}
 	end := ""
+	shellExited := v.SessionEndCause == "" || strings.HasPrefix(v.SessionEndCause, "shell exited")
 	switch {
+	case v.SessionExited && !shellExited:
+		// Ended from outside: destroyed, the daemon shut down, a
+		// timeout's escalation, a shell that stopped answering.
+		end = " · the session ended (" + v.SessionEndCause + ") and is gone"
 	case v.SessionExited && v.renewable:
 		end = " · the shell exited; the session is gone: the next run in it starts a new shell (cwd and variables are lost)"
 	case v.SessionExited:

@@ -66,6 +66,10 @@ type ExecStatus struct {
 	Cwd         string `json:"cwd"`
 	// SessionExited is set when the command ended the session's shell.
 	SessionExited bool `json:"session_exited,omitempty"`
+	// SessionEndCause, with SessionExited, is why the session ended, as
+	// session.info's end_cause says it: "shell exited with status 3",
+	// "destroyed by session.destroy", "daemon shut down", ...
+	SessionEndCause string `json:"session_end_cause,omitempty"`
 	// EndCause is EndCauseOutOfMemory when the OOM killer ended it.
 	EndCause string `json:"end_cause,omitempty"`
 	// NewSession is set on the first status of the first command of a

@@ -286,6 +286,10 @@ func (st *ExecStatus) encodeFields(e *encoder) {
 	if st.SessionExited {
 		e.key(`,"session_exited":true`)
 	}
+	if st.SessionEndCause != "" {
+		e.key(`,"session_end_cause":`)
+		e.str(st.SessionEndCause)
+	}
 	if st.EndCause != "" {
 		e.key(`,"end_cause":`)
 		e.str(st.EndCause)

@@ -145,6 +145,9 @@ type ExitNotification struct {
 	StdoutBytes   int64  `json:"stdout_bytes"`
 	StderrBytes   int64  `json:"stderr_bytes"`
 	SessionExited bool   `json:"session_exited,omitempty"`
+	// SessionEndCause, with SessionExited, is why the session ended (see
+	// ExecStatus).
+	SessionEndCause string `json:"session_end_cause,omitempty"`
 	// Denied is set when the command never ran: the policy or a person
 	// denied it, or its approval timed out.
 	Denied bool `json:"denied,omitempty"`

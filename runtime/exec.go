@@ -251,17 +251,18 @@ func follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *exec.Reader, e
 		if exit != nil {
 			out, errb := st.Totals()
 			return emit(protocol.NotifyExecExit, protocol.ExitNotification{
-				StreamID:      st.ID,
-				ExitCode:      exit.ExitCode,
-				DurationMS:    exit.Duration.Milliseconds(),
-				TimedOut:      exit.TimedOut,
-				Canceled:      exit.Canceled,
-				Cwd:           exit.Cwd,
-				StdoutBytes:   out,
-				StderrBytes:   errb,
-				SessionExited: exit.SessionExited,
-				Denied:        exit.Denied,
-				EndCause:      endCause(*exit),
+				StreamID:        st.ID,
+				ExitCode:        exit.ExitCode,
+				DurationMS:      exit.Duration.Milliseconds(),
+				TimedOut:        exit.TimedOut,
+				Canceled:        exit.Canceled,
+				Cwd:             exit.Cwd,
+				StdoutBytes:     out,
+				StderrBytes:     errb,
+				SessionExited:   exit.SessionExited,
+				SessionEndCause: sessionEndCause(*exit),
+				Denied:          exit.Denied,
+				EndCause:        endCause(*exit),
 			})
 		}
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -89,16 +90,42 @@ func noteSession(st *protocol.ExecStatus, s *session.Session) {
 	if st.ExitCode != nil {
 		code = *st.ExitCode
 	}
-	note := fmt.Sprintf("the shell exited with this command (status %d): session %s is gone", code, s.ID())
+	cause := s.EndCause()
+	var note string
+	switch {
+	case errors.Is(cause, session.ErrShutdown):
+		st.Note = joinNote(st.Note, fmt.Sprintf("the daemon shut down while this command ran: it ended it (status %d) and session %s", code, s.ID()))
+		return
+	case errors.Is(cause, session.ErrDestroyed):
+		note = fmt.Sprintf("session %s was destroyed while this command ran, which ended it (status %d)", s.ID(), code)
+	case cause == nil || errors.Is(cause, session.ErrShellExited):
+		note = fmt.Sprintf("the shell exited with this command (status %d): session %s is gone", code, s.ID())
+	default:
+		note = fmt.Sprintf("session %s was ended while this command ran (%v), which ended it (status %d)", s.ID(), cause, code)
+	}
 	if s.Name() == session.DefaultName {
 		note += "; the next command without a session_id starts a new shell, in the default directory and without this one's variables"
 	} else {
 		note += "; create a new session to go on"
 	}
-	if st.Note != "" {
-		note = st.Note + "; " + note
+	st.Note = joinNote(st.Note, note)
+}
+
+// joinNote appends note to what a status's note says already.
+func joinNote(was, note string) string {
+	if was == "" {
+		return note
 	}
-	st.Note = note
+	return was + "; " + note
+}
+
+// sessionEndCause is why the session of x's command ended, when the
+// command ended it.
+func sessionEndCause(x exec.Exit) string {
+	if !x.SessionExited || x.Cause == nil {
+		return ""
+	}
+	return x.Cause.Error()
 }
 
 // fillExit sets the fields of an ended command.
@@ -108,6 +135,7 @@ func fillExit(st *protocol.ExecStatus, x exec.Exit) {
 	st.DurationMS = x.Duration.Milliseconds()
 	st.TimedOut, st.Canceled = x.TimedOut, x.Canceled
 	st.Cwd, st.SessionExited = x.Cwd, x.SessionExited
+	st.SessionEndCause = sessionEndCause(x)
 	if x.OutOfMemory {
 		st.EndCause = protocol.EndCauseOutOfMemory
 	}

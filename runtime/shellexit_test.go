@@ -1,7 +1,11 @@
 package runtime
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,4 +52,40 @@ func TestShellExitSaid(t *testing.T) {
 	st = mustCall(t, rt, "exec.wait", map[string]any{"exec_id": st["exec_id"], "timeout_ms": 10000})
 	exited(t, st, 3)
 	assert.Contains(t, st["note"], "the shell exited with this command (status 3)")
+}
+
+// TestSessionEndedFromOutsideSaid: a command whose session was destroyed,
+// or whose daemon shut down, says that, not that "the shell exited with
+// this command" (a walkthrough took a shutdown for the command failing).
+func TestSessionEndedFromOutsideSaid(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	id := mustCall(t, rt, "session.create", map[string]any{"name": "doomed"})["session_id"].(string)
+	st := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "sleep 30", "yield_ms": 100})
+	require.Equal(t, "running", st["state"])
+	mustCall(t, rt, "session.destroy", map[string]any{"session_id": id, "force": true})
+	st = mustCall(t, rt, "exec.wait", map[string]any{"exec_id": st["exec_id"], "timeout_ms": 10000})
+	assert.Equal(t, true, st["session_exited"])
+	assert.Contains(t, st["session_end_cause"], "destroyed")
+	assert.Contains(t, st["note"], "session "+id+" was destroyed while this command ran, which ended it (status ")
+	assert.NotContains(t, st["note"], "the shell exited")
+
+	rt2 := New(Options{Logger: zerolog.Nop()})
+	st = mustCall(t, rt2, "exec.run", map[string]any{"command": "sleep 30", "yield_ms": 100})
+	require.Equal(t, "running", st["state"])
+	waited := make(chan map[string]any, 1)
+	go func() {
+		out, perr := callJSON(t, rt2, "exec.wait", map[string]any{"exec_id": st["exec_id"], "timeout_ms": 20000})
+		if perr != nil {
+			out = map[string]any{"error": string(perr.Code)}
+		}
+		waited <- out
+	}()
+	time.Sleep(200 * time.Millisecond) // the wait is in flight
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, rt2.Shutdown(ctx))
+	st = <-waited
+	assert.Equal(t, "daemon shut down", st["session_end_cause"], "%v", st)
+	assert.Contains(t, st["note"], "the daemon shut down while this command ran: it ended it (status ")
 }
