@@ -235,10 +235,18 @@ func stdio(args []string) int {
 		return 1
 	}
 	defer closeAudit()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	defer l.reloadOnHUP(ctx, log)()
-	err = transport.ServeStdio(ctx, os.Stdin, os.Stdout, rt, transport.ConnOptions{MaxMessageBytes: l.maxMessageBytes, Actor: fmt.Sprintf("stdio pid=%d", os.Getppid())})
+	defer l.reloadOnHUP(sig, log)()
+	// A signal begins the shutdown before it stops the transport, so a
+	// request in flight is answered SHUTTING_DOWN, as on the socket, not
+	// with a status of a command about to be killed.
+	ctx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	defer context.AfterFunc(sig, func() { rt.BeginShutdown(); stopServing() })()
+	in := pollableStdin()
+	defer in.Close()
+	err = transport.ServeStdio(ctx, in, os.Stdout, rt, transport.ConnOptions{MaxMessageBytes: l.maxMessageBytes, Actor: fmt.Sprintf("stdio pid=%d", os.Getppid())})
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	rt.Shutdown(shutdownCtx)
@@ -272,4 +280,23 @@ func openAuditLog(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// pollableStdin opens the process's stdin anew (/proc/self/fd/0), so that
+// its reads go through Go's poller and closing it ends a read that waits:
+// a signal then ends `trl stdio` while its client keeps stdin open, where
+// a read of os.Stdin (blocking, in the kernel) held it until the client
+// wrote or closed. It is a file description of its own, so the
+// non-blocking mode the poller sets is not the client's. A stdin that
+// cannot be opened so (a socket) is used as it is, and so is a regular
+// file, whose reads never wait and whose offset a new open would lose.
+func pollableStdin() *os.File {
+	if st, err := os.Stdin.Stat(); err != nil || st.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) == 0 {
+		return os.Stdin
+	}
+	f, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY, 0)
+	if err != nil {
+		return os.Stdin
+	}
+	return f
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"io"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,4 +34,33 @@ func TestStdioNormalExitLogsNoWarning(t *testing.T) {
 		}
 	}
 	require.Contains(t, stderr.String(), "session ended", "the sessions' end is logged at info: the check saw the whole shutdown")
+}
+
+// TestStdioSignalAnswersShuttingDown: SIGTERM to `trl stdio` while a
+// command runs answers the request SHUTTING_DOWN, as the socket does; it
+// answered ok with the command "running", just before killing it.
+func TestStdioSignalAnswersShuttingDown(t *testing.T) {
+	cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
+	cmd.Dir = t.TempDir()
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	var out strings.Builder
+	cmd.Stdout = &out
+	require.NoError(t, cmd.Start())
+	_, err = io.WriteString(in, `{"id":5,"method":"exec.run","params":{"command":"sleep 30"}}`+"\n")
+	require.NoError(t, err)
+	time.Sleep(500 * time.Millisecond) // the command runs
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("trl stdio did not end within 20 s of SIGTERM; it wrote %q", out.String())
+	}
+	in.Close()
+	assert.Equal(t, `{"id":5,"ok":false,"error":{"code":"SHUTTING_DOWN","message":"the daemon is shutting down; retry against a running daemon"}}`+"\n", out.String())
 }
