@@ -119,6 +119,7 @@ func TestGolden(t *testing.T) {
 	call("a signal that is none, nothing running", "cancel", map[string]any{"signal": "SIGFOO"})
 	bySession := call("a second yield", "run", map[string]any{"command": "sleep 30", "yield_ms": 300})
 	call("interrupting the session's command", "cancel", map[string]any{})
+	call("waiting by session after the cancel", "wait", map[string]any{"session": "default", "timeout_ms": 10000})
 	call("how that one ended", "wait", map[string]any{"exec_id": data(bySession)["exec_id"], "timeout_ms": 10000})
 	call("nothing to wait for", "wait", map[string]any{})
 	call("a shell exit", "run", map[string]any{"session": "doomed", "command": "exit 4"})

@@ -82,7 +82,7 @@ type SendInputInput struct {
 	Input   string   `json:"input,omitempty" jsonschema:"text typed as is; add keys [\"Enter\"] to submit a line"`
 	Keys    []string `json:"keys,omitempty" jsonschema:"named keys typed after input: Enter, Tab, Escape, Backspace, Up, Down, Left, Right, C-c, C-d, F1..F12 …"`
 	EOF     bool     `json:"eof,omitempty" jsonschema:"send end-of-file (Ctrl-D) last"`
-	Secret  bool     `json:"secret,omitempty" jsonschema:"the text is a password: never echoed, logged or recorded"`
+	Secret  bool     `json:"secret,omitempty" jsonschema:"the text is a password: never echoed, logged or recorded, and masked as *** wherever it appears in the session's later output (so a short one such as root stars out every root)"`
 	YieldMS int64    `json:"yield_ms,omitempty" jsonschema:"return after this many milliseconds if the command neither asks again nor exits (default 10000, at most 55000)"`
 }
 
@@ -143,16 +143,26 @@ func (s *server) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInpu
 	case in.ExecID != "":
 		interrupt = s.interrupt(in.ExecID, "")
 	case in.Session != "":
-		id, err := s.running(ctx, in.Session)
+		// The session's running command; else one this client started
+		// there whose end it has not been told (just cancelled, say).
+		info, err := s.api.SessionInfo(s.ctx(ctx), protocol.SessionRef{SessionID: in.Session})
 		if err != nil {
 			return toolError(err), nil, nil
 		}
-		if id == "" {
-			return toolError(protocol.Errorf(protocol.CodeInvalidState, "session %s runs no command; nothing to wait for", in.Session)), nil, nil
+		if info.Command != nil {
+			p.ExecID = info.Command.ExecID
+			break
 		}
-		p.ExecID = id
+		ids, err := s.owed(ctx, req.Session, info.SessionID)
+		if err != nil {
+			return toolError(err), nil, nil
+		}
+		if len(ids) == 0 {
+			return toolError(protocol.Errorf(protocol.CodeInvalidState, "session %s runs no command, and no command this client started there has news; nothing to wait for", in.Session)), nil, nil
+		}
+		p.ExecIDs = ids
 	default:
-		ids, err := s.owed(ctx, req.Session)
+		ids, err := s.owed(ctx, req.Session, "")
 		if err != nil {
 			return toolError(err), nil, nil
 		}
@@ -172,8 +182,9 @@ func (s *server) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInpu
 }
 
 // owed returns the commands this client session started whose end it has
-// not been told, as far as the daemon still knows them.
-func (s *server) owed(ctx context.Context, ss *mcp.ServerSession) ([]string, error) {
+// not been told, as far as the daemon still knows them; in session
+// sessionID only, unless it is "".
+func (s *server) owed(ctx context.Context, ss *mcp.ServerSession, sessionID string) ([]string, error) {
 	mine := s.mine(ss)
 	if len(mine) == 0 {
 		return nil, nil
@@ -182,14 +193,16 @@ func (s *server) owed(ctx context.Context, ss *mcp.ServerSession) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	known := map[string]bool{}
+	known := map[string]string{} // exec_id: session_id
 	for _, c := range list.Commands {
-		known[c.ExecID] = true
+		known[c.ExecID] = c.SessionID
 	}
 	var ids []string
 	for _, id := range mine {
-		if known[id] {
-			ids = append(ids, id)
+		if sid, ok := known[id]; ok {
+			if sessionID == "" || sid == sessionID {
+				ids = append(ids, id)
+			}
 		} else {
 			s.track(ss, protocol.ExecStatus{ExecID: id, State: protocol.StateExited}) // forgotten by the daemon
 		}
@@ -262,7 +275,11 @@ func (s *server) sessionInfo(ctx context.Context, _ *mcp.CallToolRequest, in Ses
 		return toolError(err), nil, nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "session %s (%s): %s, %s in %s, %dx%d, %d commands run\n", info.SessionID, info.Name, info.State, info.Shell, info.WorkingDir, info.Cols, info.Rows, info.CommandsRun)
+	runs := "commands"
+	if info.CommandsRun == 1 {
+		runs = "command"
+	}
+	fmt.Fprintf(&b, "session %s (%s): %s, %s in %s, %dx%d, %d %s run\n", info.SessionID, info.Name, info.State, info.Shell, info.WorkingDir, info.Cols, info.Rows, info.CommandsRun, runs)
 	switch {
 	case info.EndCause != "":
 		fmt.Fprintf(&b, "ended: %s", info.EndCause)
