@@ -405,3 +405,16 @@ func TestSymlinkRefusals(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotZero(t, st.Mode()&os.ModeSymlink, "the link is still a link")
 }
+
+// A missing parent directory is named as the missing one, not the path
+// asked for (fs.mkdir of d1/d2 said "d1/d2 does not exist").
+func TestMissingParentNamed(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	_, err := fs.Mkdir(Scope{Dir: dir}, "d1/d2", false)
+	require.ErrorIs(t, err, ErrNotFound)
+	assert.Equal(t, "directory "+filepath.Join(dir, "d1")+" does not exist (it would hold "+filepath.Join(dir, "d1/d2")+"); parents: true makes the missing directories too", err.Error())
+	_, err = fs.Write(Scope{Dir: dir}, "d1/f", bytes.NewReader([]byte("x")), WriteOptions{})
+	require.ErrorIs(t, err, ErrNotFound)
+	assert.Equal(t, "directory "+filepath.Join(dir, "d1")+" does not exist (it would hold "+filepath.Join(dir, "d1/f")+")", err.Error())
+}

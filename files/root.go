@@ -1,6 +1,7 @@
 package files
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -203,6 +204,9 @@ func (l loc) parent() (int, string, error) {
 		dir = "."
 	}
 	fd, err := l.r.openDir(dir)
+	if errors.Is(err, unix.ENOENT) {
+		return -1, "", errorf(ErrNotFound, l.abs, "directory %s does not exist (it would hold %s)", path.Dir(l.abs), l.abs)
+	}
 	if err != nil {
 		return -1, "", pathError(err, l.abs)
 	}

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"errors"
 	"os"
 	"path"
 	"sort"
@@ -206,6 +207,10 @@ func (fs *FS) Mkdir(sc Scope, p string, parents bool) (string, error) {
 			return nil
 		}
 		dirfd, base, err := l.parent()
+		var fe *Error
+		if errors.As(err, &fe) && errors.Is(fe.Kind, ErrNotFound) {
+			fe.Msg += "; parents: true makes the missing directories too"
+		}
 		if err != nil {
 			return err
 		}
