@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -46,7 +47,11 @@ func DecodeParams(raw json.RawMessage, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return paramsError(err)
+		pe := paramsError(err)
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			pe = unknownParam(strings.Trim(f, `"`), paramNames(reflect.TypeOf(dst)))
+		}
+		return pe
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Errorf(CodeInvalidParams, "params: unexpected data after the object")
@@ -72,6 +77,92 @@ func paramsError(err error) *Error {
 		return Errorf(CodeInvalidParams, "unknown parameter %s; see the method's parameters in docs/protocol.md", f)
 	}
 	return Errorf(CodeInvalidParams, "params: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// unknownParam is the error for a parameter name no field has: it names
+// the closest one when one is close (a prefix either way, an
+// abbreviation, or two edits away: cmd, command; session, session_id)
+// and lists them all.
+func unknownParam(name string, known []string) *Error {
+	if len(known) == 0 {
+		return Errorf(CodeInvalidParams, "unknown parameter %q: this method takes no parameters", name)
+	}
+	best, bestD := "", 3
+	for _, k := range known {
+		d := editDistance(strings.ToLower(name), k)
+		lower := strings.ToLower(name)
+		switch {
+		case strings.HasPrefix(k, lower) || strings.HasPrefix(lower, k):
+			d = min(d, 1)
+		case len(lower) >= 3 && subsequence(lower, k):
+			d = min(d, 2) // an abbreviation: cmd, command
+		}
+		if d < bestD {
+			best, bestD = k, d
+		}
+	}
+	hint := ""
+	if best != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return Errorf(CodeInvalidParams, "unknown parameter %q%s; the parameters are %s", name, hint, strings.Join(known, ", "))
+}
+
+// paramNames lists the JSON names of the fields of the struct t points
+// to, embedded structs' included, in order.
+func paramNames(t reflect.Type) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == "-" || (!f.IsExported() && !f.Anonymous):
+		case f.Anonymous && tag == "":
+			names = append(names, paramNames(f.Type)...)
+		case tag != "":
+			names = append(names, tag)
+		default:
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
+// subsequence reports whether a's letters appear in b in order.
+func subsequence(a, b string) bool {
+	for i := 0; i < len(b) && a != ""; i++ {
+		if b[i] == a[0] {
+			a = a[1:]
+		}
+	}
+	return a == ""
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func typeName(kind string) string {

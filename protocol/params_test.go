@@ -76,6 +76,16 @@ func TestDecodeParamsUnknownField(t *testing.T) {
 	var p protocol.ExecParams
 	err := protocol.DecodeParams(json.RawMessage(`{"session_id":"s","comand":"ls"}`), &p)
 	requireInvalidParams(t, err, `"comand"`, "unknown parameter")
+	// The closest name is suggested, and every name listed.
+	for bad, want := range map[string]string{"comand": "command", "cmd": "command", "session": "session_id", "timeout": "timeout_s"} {
+		err = protocol.DecodeParams(json.RawMessage(`{"`+bad+`":"x"}`), &p)
+		requireInvalidParams(t, err, `unknown parameter "`+bad+`" (did you mean "`+want+`"?); the parameters are session_id, command, timeout_s,`)
+	}
+	err = protocol.DecodeParams(json.RawMessage(`{"zzz":1}`), &p)
+	requireInvalidParams(t, err, `unknown parameter "zzz"; the parameters are`)
+	var ping protocol.PingParams
+	err = protocol.DecodeParams(json.RawMessage(`{"x":1}`), &ping)
+	requireInvalidParams(t, err, `unknown parameter "x": this method takes no parameters`)
 
 	var s protocol.SessionCreateParams
 	err = protocol.DecodeParams(json.RawMessage(`{"shell":"bash","cwd":"/tmp"}`), &s)
