@@ -300,6 +300,9 @@ func (c *Client) Cancel(ctx context.Context, execID, session, signal string) (bo
 // on the goroutine that called Stream.
 type StreamHandlers struct {
 	Stdout, Stderr func(p []byte)
+	// Waiting is told when the command begins to wait for terminal input
+	// (exec.waiting); answer it with Input.
+	Waiting func(in protocol.InputWait)
 }
 
 // Stream runs a command with exec.stream, hands its output to h as it
@@ -325,6 +328,10 @@ func (c *Client) Stream(ctx context.Context, r RunRequest, h StreamHandlers) (*E
 			}
 			if f != nil {
 				f([]byte(n.Data))
+			}
+		case protocol.WaitingNotification:
+			if h.Waiting != nil {
+				h.Waiting(n.Input)
 			}
 		case protocol.ExitNotification:
 			exit = n
@@ -377,6 +384,14 @@ func follow(n notes) protocol.Follow {
 					return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
 				}
 				if err := emit(m.method, o); err != nil {
+					return err
+				}
+			case protocol.NotifyExecWaiting:
+				var w protocol.WaitingNotification
+				if err := json.Unmarshal(m.params, &w); err != nil {
+					return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
+				}
+				if err := emit(m.method, w); err != nil {
 					return err
 				}
 			case protocol.NotifyExecApproval:

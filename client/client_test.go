@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/trl-project/trl/client"
+	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/runtime"
 	"github.com/trl-project/trl/transport"
 )
@@ -160,4 +161,35 @@ func TestBadToken(t *testing.T) {
 	c := client.DialHTTP(url, "wrong")
 	_, err := c.Sessions(context.Background())
 	assert.True(t, errors.Is(err, client.ErrAuthFailed), "%v", err)
+}
+
+// A stream's command that waits for input is told to StreamHandlers.Waiting,
+// which can answer it, over the socket and HTTP alike.
+func TestStreamWaiting(t *testing.T) {
+	for name, c := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			info, err := c.CreateSession(ctx, client.SessionOptions{})
+			require.NoError(t, err)
+			var prompts []string
+			var out strings.Builder
+			var answering sync.WaitGroup
+			exit, err := c.Stream(ctx, client.RunRequest{Session: info.SessionID, Command: `printf 'name? '; read n; echo "hello $n"`}, client.StreamHandlers{
+				Stdout: func(p []byte) { out.Write(p) },
+				Waiting: func(in protocol.InputWait) {
+					prompts = append(prompts, in.Prompt)
+					answering.Go(func() {
+						_, err := c.Input(ctx, client.InputRequest{Session: info.SessionID, Input: []client.InputItem{client.Text("ada\r")}})
+						assert.NoError(t, err)
+					})
+				},
+			})
+			answering.Wait()
+			require.NoError(t, err)
+			assert.Equal(t, 0, exit.ExitCode)
+			assert.Equal(t, []string{"name? "}, prompts)
+			assert.Contains(t, out.String(), "hello ada\n")
+		})
+	}
 }

@@ -17,7 +17,17 @@ const (
 	// Notifications the daemon sends.
 	NotifyExecOutput = "exec.output"
 	NotifyExecExit   = "exec.exit"
+	// NotifyExecWaiting, on exec.stream and exec.attach: the command
+	// waits for terminal input (answer with exec.input). Sent once each
+	// time it begins to wait: after output, a later wait is told again.
+	NotifyExecWaiting = "exec.waiting"
 )
+
+// WaitingNotification is the params of an exec.waiting notification.
+type WaitingNotification struct {
+	StreamID string    `json:"stream_id"`
+	Input    InputWait `json:"input"`
+}
 
 // SessionCreateParams are session.create's parameters. Zero values mean
 // the defaults SPEC §4 gives.

@@ -308,6 +308,40 @@ func (rt *Runtime) await(ctx context.Context, c *exec.Job, u until, yield time.D
 	}
 }
 
+// watchInput returns the input c begins to wait for, or nil once it ends
+// or ctx does. Unlike await it is not woken by each piece of output, only
+// by its probe schedule, at most every watchGap: a stream's watch costs a
+// busy command little.
+func (rt *Runtime) watchInput(ctx context.Context, c *exec.Job) *protocol.InputWait {
+	var pr probe
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		ev, next := rt.check(c, until{input: true}, &pr, now)
+		switch ev.reason {
+		case protocol.ReasonInput:
+			return ev.input
+		case protocol.ReasonExit:
+			return nil
+		}
+		if next.IsZero() {
+			next = now.Add(maxProbe)
+		}
+		timer.Reset(max(next.Sub(now), watchGap))
+		select {
+		case <-c.Done():
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// watchGap is the least time between two looks of watchInput.
+const watchGap = 25 * time.Millisecond
+
 // awaitAny is await over several commands: the first to exit or reach an
 // event wins; a command whose exit no status has carried yet wins at once.
 func (rt *Runtime) awaitAny(ctx context.Context, cs []*exec.Job, u until, timeout time.Duration) (*exec.Job, event) {

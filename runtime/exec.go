@@ -218,22 +218,33 @@ func (rt *Runtime) execStream(ctx context.Context, p protocol.ExecParams) (proto
 	}
 	reader := st.NewReader(0, 0)
 	return protocol.ExecStreamStarted{StreamID: st.ID, SessionID: s.ID(), ExecID: st.ID},
-		func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, job, st, reader, emit) }, nil
+		func(ctx context.Context, emit protocol.Emitter) error { return rt.follow(ctx, job, st, reader, emit) }, nil
 }
 
 // follow sends a stream's output as exec.output notifications, then its
 // exec.exit, until the stream ends or ctx does (the client went away; the
-// command goes on).
-func follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *exec.Reader, emit protocol.Emitter) error {
+// command goes on). When the command begins to wait for terminal input it
+// sends exec.waiting, once per wait: output alone does not tell a client
+// that its command expects an answer.
+func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *exec.Reader, emit protocol.Emitter) error {
 	if err := followApproval(ctx, j, emit); err != nil {
 		return err
 	}
 	var seq int64
+	w := waitWatch{rt: rt, j: j}
+	defer w.stop()
 	for {
-		chunks, exit, err := r.Next(ctx)
+		chunks, exit, err := r.Next(w.arm(ctx))
+		if in := w.fired(); in != nil && ctx.Err() == nil {
+			if err := emit(protocol.NotifyExecWaiting, protocol.WaitingNotification{StreamID: st.ID, Input: *in}); err != nil {
+				return err
+			}
+			continue // the next wait is watched once output has come
+		}
 		if err != nil {
 			return err
 		}
+		w.output()
 		for _, c := range chunks {
 			n := protocol.OutputNotification{
 				StreamID:  st.ID,
@@ -266,6 +277,70 @@ func follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *exec.Reader, e
 			})
 		}
 	}
+}
+
+// waitWatch tells a stream's follow when its command begins to wait for
+// terminal input. One goroutine (watchInput) watches at a time,
+// from the first output after the last wait told, and ends the follow's
+// read when it sees a wait; stop ends it.
+type waitWatch struct {
+	rt *Runtime
+	j  *exec.Job
+
+	ctx    context.Context // the read's while a watch runs
+	cancel context.CancelFunc
+	done   chan struct{}
+	in     *protocol.InputWait // the wait seen, for fired
+	told   bool                // a wait was told and no output has come since
+}
+
+// arm starts a watch unless one runs or a wait was told since the last
+// output, and returns the context for the next read.
+func (w *waitWatch) arm(ctx context.Context) context.Context {
+	if w.ctx != nil {
+		return w.ctx
+	}
+	if w.told {
+		return ctx
+	}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	w.done = make(chan struct{})
+	go func(ctx context.Context, cancel context.CancelFunc, done chan struct{}) {
+		defer close(done)
+		if in := w.rt.watchInput(ctx, w.j); in != nil {
+			w.in = in
+			cancel()
+		}
+	}(w.ctx, w.cancel, w.done)
+	return w.ctx
+}
+
+// fired reports the wait the watch saw, once, after the read it ended;
+// the watch is over then.
+func (w *waitWatch) fired() *protocol.InputWait {
+	if w.ctx == nil || w.ctx.Err() == nil {
+		return nil
+	}
+	w.stop()
+	in := w.in
+	w.in = nil
+	if in != nil {
+		w.told = true
+	}
+	return in
+}
+
+// output notes that output came: a later wait is told again.
+func (w *waitWatch) output() { w.told = false }
+
+// stop ends the watch that runs, if any, and waits for it.
+func (w *waitWatch) stop() {
+	if w.ctx == nil {
+		return
+	}
+	w.cancel()
+	<-w.done
+	w.ctx, w.cancel, w.done = nil, nil, nil
 }
 
 // bytesView returns b as a string without copying it: a stream's chunk
@@ -421,7 +496,7 @@ func (rt *Runtime) execAttach(ctx context.Context, p protocol.ExecAttachParams) 
 	reader := st.NewReader(p.Offset, p.StderrOffset)
 	_, finished := st.Done()
 	return protocol.ExecAttachResult{StreamID: st.ID, SessionID: st.SessionID, Offset: p.Offset, StderrOffset: p.StderrOffset, Running: !finished},
-		func(ctx context.Context, emit protocol.Emitter) error { return follow(ctx, job, st, reader, emit) }, nil
+		func(ctx context.Context, emit protocol.Emitter) error { return rt.follow(ctx, job, st, reader, emit) }, nil
 }
 
 // ExecCancel is the typed execCancel.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,54 @@ func itoa(i int) string {
 		if i == 0 {
 			return string(b[n:])
 		}
+	}
+}
+
+// TestStreamSaysItWaits: a streamed command that begins to wait for
+// terminal input is told with exec.waiting, once per wait, with the
+// prompt; answered, it goes on and the next wait is told again. A
+// command that only prints is never said to wait. (A streaming client
+// saw "name? " and then nothing: it could not tell a prompt from a
+// pause.)
+func TestStreamSaysItWaits(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	id, reply := stream(t, rt, map[string]any{"command": `printf 'name? '; read n; printf 'age? '; read a; echo "$n is $a"`})
+	var got []map[string]any
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := reply.Follow(ctx, func(method string, params any) error {
+		b, _ := json.Marshal(params)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m))
+		m["method"] = method
+		got = append(got, m)
+		if method == protocol.NotifyExecWaiting {
+			answer := map[string]string{"name? ": "ada\r", "age? ": "36\r"}[m["input"].(map[string]any)["prompt"].(string)]
+			require.NotEmpty(t, answer, "a wait with an unexpected prompt: %v", m)
+			go func() { mustCall(t, rt, "exec.input", map[string]any{"exec_id": id, "input": answer, "until": []string{}}) }()
+		}
+		return nil
+	})
+	require.NoError(t, err, "the stream ended (nobody answers a wait that is not told)")
+	var waits []string
+	var out string
+	for _, n := range got {
+		switch n["method"] {
+		case protocol.NotifyExecWaiting:
+			assert.Equal(t, id, n["stream_id"])
+			in := n["input"].(map[string]any)
+			assert.Equal(t, "line", in["kind"])
+			waits = append(waits, in["prompt"].(string))
+		case protocol.NotifyExecOutput:
+			out += n["data"].(string)
+		}
+	}
+	assert.Equal(t, []string{"name? ", "age? "}, waits, "each wait told once")
+	assert.Contains(t, out, "ada is 36\n")
+	assert.Equal(t, protocol.NotifyExecExit, got[len(got)-1]["method"])
+
+	_, reply = stream(t, rt, map[string]any{"command": "for i in 1 2 3 4 5; do echo $i; sleep 0.1; done"})
+	for _, n := range collect(t, context.Background(), reply) {
+		assert.NotEqual(t, protocol.NotifyExecWaiting, n["method"], "a command that only prints does not wait")
 	}
 }
