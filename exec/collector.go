@@ -69,6 +69,9 @@ type Output struct {
 	Stdout, Stderr           []byte
 	StdoutBytes, StderrBytes int64
 	Truncated                bool
+	// StdoutCut and StderrCut are where in Stdout and Stderr the bytes
+	// left out were (-1: none were): the head is before, the tail after.
+	StdoutCut, StderrCut int
 }
 
 // Result assembles the kept output: whole streams when nothing was
@@ -97,6 +100,7 @@ func (c *Collector) Result() Output {
 		}
 	}
 	var parts [2][]byte
+	cuts := [2]int{-1, -1}
 	for i := range c.streams {
 		st := &c.streams[i]
 		cut := st.dropped || keep[i] < tails[i]
@@ -111,10 +115,12 @@ func (c *Collector) Result() Output {
 		if cut {
 			out.Truncated = true
 			b = append(b[:n], trimIncompleteStart(b[n:])...)
+			cuts[i] = n
 		}
 		parts[i] = b
 	}
 	out.Stdout, out.Stderr = parts[0], parts[1]
+	out.StdoutCut, out.StderrCut = cuts[0], cuts[1]
 	return out
 }
 

@@ -64,6 +64,10 @@ type ExecStatus struct {
 	StdoutBytes int64  `json:"stdout_bytes"`
 	StderrBytes int64  `json:"stderr_bytes"`
 	Cwd         string `json:"cwd"`
+	// StdoutOmitted and StderrOmitted say where output was left out of a
+	// truncated exec.run result: the head is before At, the tail after.
+	StdoutOmitted *Omitted `json:"stdout_omitted,omitempty"`
+	StderrOmitted *Omitted `json:"stderr_omitted,omitempty"`
 	// SessionExited is set when the command ended the session's shell.
 	SessionExited bool `json:"session_exited,omitempty"`
 	// SessionEndCause, with SessionExited, is why the session ended, as
@@ -162,6 +166,16 @@ type ExecWaitParams struct {
 // ExecListParams are exec.list's parameters: one session, or all.
 type ExecListParams struct {
 	SessionID string `json:"session_id"`
+}
+
+// Omitted is output left out of a result between its head and its tail.
+type Omitted struct {
+	// At is where in the result's string the bytes were left out.
+	At int `json:"at"`
+	// Offset is where they start in the command's output (exec.read's
+	// offset), and Bytes how many there are.
+	Offset int64 `json:"offset"`
+	Bytes  int64 `json:"bytes"`
 }
 
 // ExecSummary is one command in exec.list and session.info.

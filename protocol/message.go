@@ -283,6 +283,14 @@ func (st *ExecStatus) encodeFields(e *encoder) {
 	e.int(st.StderrBytes)
 	e.key(`,"cwd":`)
 	e.str(st.Cwd)
+	if st.StdoutOmitted != nil {
+		e.key(`,"stdout_omitted":`)
+		e.value(st.StdoutOmitted)
+	}
+	if st.StderrOmitted != nil {
+		e.key(`,"stderr_omitted":`)
+		e.value(st.StderrOmitted)
+	}
 	if st.SessionExited {
 		e.key(`,"session_exited":true`)
 	}

@@ -67,6 +67,22 @@ func (rt *Runtime) auditCommand(c *exec.Job, x exec.Exit) {
 		Msg("command finished")
 }
 
+// renderCut renders a stream of a result whose bytes from cut on were
+// left out (cut -1: none were), and says where: head and tail are
+// rendered apart, so At is where they meet in the rendered string.
+func renderCut(mode string, b []byte, cut int, total int64) (string, *protocol.Omitted) {
+	if cut < 0 || mode == "" || mode == "raw" {
+		text, _ := renderOutput(mode, b)
+		if cut < 0 {
+			return text, nil
+		}
+		return text, &protocol.Omitted{At: cut, Offset: int64(cut), Bytes: total - int64(len(b))}
+	}
+	head, _ := renderOutput(mode, b[:cut])
+	tail, _ := renderOutput(mode, b[cut:])
+	return head + tail, &protocol.Omitted{At: len(head), Offset: int64(cut), Bytes: total - int64(len(b))}
+}
+
 // cut shortens s to at most n bytes on a character boundary.
 func cut(s string, n int) string {
 	if len(s) <= n {
@@ -144,16 +160,18 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 		res = rt.status(c, ev, p.Render, true)
 	} else {
 		out := coll.Result()
-		stdout, _ := renderOutput(p.Render, out.Stdout)
-		stderr, _ := renderOutput(p.Render, out.Stderr)
+		stdout, stdoutOmitted := renderCut(p.Render, out.Stdout, out.StdoutCut, out.StdoutBytes)
+		stderr, stderrOmitted := renderCut(p.Render, out.Stderr, out.StderrCut, out.StderrBytes)
 		res = protocol.ExecStatus{
-			Stdout:      stdout,
-			Stderr:      stderr,
-			Truncated:   out.Truncated,
-			StdoutBytes: out.StdoutBytes,
-			StderrBytes: out.StderrBytes,
-			ExecID:      c.ID(),
-			SessionID:   s.ID(),
+			Stdout:        stdout,
+			Stderr:        stderr,
+			Truncated:     out.Truncated,
+			StdoutBytes:   out.StdoutBytes,
+			StderrBytes:   out.StderrBytes,
+			StdoutOmitted: stdoutOmitted,
+			StderrOmitted: stderrOmitted,
+			ExecID:        c.ID(),
+			SessionID:     s.ID(),
 		}
 		fillExit(&res, x)
 		approvalStatus(&res, c, x, true)

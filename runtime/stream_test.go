@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,30 @@ func TestStreamSaysItWaits(t *testing.T) {
 	for _, n := range collect(t, context.Background(), reply) {
 		assert.NotEqual(t, protocol.NotifyExecWaiting, n["method"], "a command that only prints does not wait")
 	}
+}
+
+// TestRunSaysWhereItCut: a truncated exec.run result says where in its
+// stdout the bytes were left out, from which offset and how many (the
+// head and the tail were glued with nothing to tell where), raw and
+// rendered as text.
+func TestRunSaysWhereItCut(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	var whole strings.Builder
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintf(&whole, "%d\n", i)
+	}
+	for _, render := range []string{"raw", "text"} {
+		st := mustCall(t, rt, "exec.run", map[string]any{"command": "seq 1 20000", "max_output_bytes": 1000, "render": render})
+		require.Equal(t, true, st["truncated"])
+		om, ok := st["stdout_omitted"].(map[string]any)
+		require.True(t, ok, "%s: %v", render, st)
+		at, offset, n := int(om["at"].(float64)), int(om["offset"].(float64)), int(om["bytes"].(float64))
+		out := st["stdout"].(string)
+		assert.Equal(t, whole.String()[:offset], out[:at], "%s: the head", render)
+		assert.Equal(t, whole.String()[offset+n:], out[at:], "%s: the tail", render)
+		assert.EqualValues(t, whole.Len(), st["stdout_bytes"])
+		assert.Nil(t, st["stderr_omitted"], "stderr was not cut")
+	}
+	st := mustCall(t, rt, "exec.run", map[string]any{"command": "echo short"})
+	assert.Nil(t, st["stdout_omitted"])
 }
