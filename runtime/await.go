@@ -308,32 +308,42 @@ func (rt *Runtime) await(ctx context.Context, c *exec.Job, u until, yield time.D
 	}
 }
 
-// watchInput returns the input c begins to wait for, or nil once it ends
-// or ctx does. Unlike await it is not woken by each piece of output, only
-// by its probe schedule, at most every watchGap: a stream's watch costs a
-// busy command little.
-func (rt *Runtime) watchInput(ctx context.Context, c *exec.Job) *protocol.InputWait {
+// watchInput returns the wait c begins, once it is not last: a wait
+// last told (last.in set) counts again only once input was typed since,
+// or the wait was seen to end. It returns a zero told once c ends or ctx
+// does. Unlike await it is not woken by each piece of output, only by its
+// probe schedule, at most every watchGap: a stream's watch costs a busy
+// command little.
+func (rt *Runtime) watchInput(ctx context.Context, c *exec.Job, last told) told {
 	var pr probe
+	fresh := last.in == nil
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		now := time.Now()
-		ev, next := rt.check(c, until{input: true}, &pr, now)
-		switch ev.reason {
-		case protocol.ReasonInput:
-			return ev.input
-		case protocol.ReasonExit:
-			return nil
+		if !fresh && (!c.Marks().InputAt.Equal(last.inputAt) || !rt.waitingNow(c)) {
+			fresh, pr = true, probe{}
 		}
-		if next.IsZero() {
-			next = now.Add(maxProbe)
+		wait := maxProbe // while the last wait goes on
+		if fresh {
+			ev, next := rt.check(c, until{input: true}, &pr, now)
+			switch ev.reason {
+			case protocol.ReasonInput:
+				return told{in: ev.input, inputAt: c.Marks().InputAt}
+			case protocol.ReasonExit:
+				return told{}
+			}
+			wait = maxProbe
+			if !next.IsZero() {
+				wait = max(next.Sub(now), watchGap)
+			}
 		}
-		timer.Reset(max(next.Sub(now), watchGap))
+		timer.Reset(wait)
 		select {
 		case <-c.Done():
-			return nil
+			return told{}
 		case <-ctx.Done():
-			return nil
+			return told{}
 		case <-timer.C:
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -252,17 +253,18 @@ func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *
 	w := waitWatch{rt: rt, j: j}
 	defer w.stop()
 	for {
+		// A read whose watch saw a wait still answers the output that
+		// was ready: the wait is told after it, once the read ends.
 		chunks, exit, err := r.Next(w.arm(ctx))
-		if in := w.fired(); in != nil && ctx.Err() == nil {
-			if err := emit(protocol.NotifyExecWaiting, protocol.WaitingNotification{StreamID: st.ID, Input: *in}); err != nil {
-				return err
-			}
-			continue // the next wait is watched once output has come
-		}
 		if err != nil {
+			if in := w.fired(); in != nil && ctx.Err() == nil {
+				if err := emit(protocol.NotifyExecWaiting, protocol.WaitingNotification{StreamID: st.ID, Input: *in}); err != nil {
+					return err
+				}
+				continue
+			}
 			return err
 		}
-		w.output()
 		for _, c := range chunks {
 			n := protocol.OutputNotification{
 				StreamID:  st.ID,
@@ -298,9 +300,11 @@ func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *
 }
 
 // waitWatch tells a stream's follow when its command begins to wait for
-// terminal input. One goroutine (watchInput) watches at a time,
-// from the first output after the last wait told, and ends the follow's
-// read when it sees a wait; stop ends it.
+// terminal input. One goroutine (watchInput) watches at a time; when it
+// sees a new wait it ends the follow's read, which tells it. A wait told
+// is not told again until input was typed, the wait was seen to end, or
+// another process waits: a full-screen program that redraws while it
+// waits is told once. stop ends the watch.
 type waitWatch struct {
 	rt *Runtime
 	j  *exec.Job
@@ -308,48 +312,48 @@ type waitWatch struct {
 	ctx    context.Context // the read's while a watch runs
 	cancel context.CancelFunc
 	done   chan struct{}
-	in     *protocol.InputWait // the wait seen, for fired
-	told   bool                // a wait was told and no output has come since
+	seen   told // what the watch saw, for fired
+	last   told // the wait told last
 }
 
-// arm starts a watch unless one runs or a wait was told since the last
-// output, and returns the context for the next read.
+// told is a wait told, and the time of the last input typed then.
+type told struct {
+	in      *protocol.InputWait
+	inputAt time.Time
+}
+
+// arm starts a watch unless one runs, and returns the context for the
+// next read.
 func (w *waitWatch) arm(ctx context.Context) context.Context {
 	if w.ctx != nil {
 		return w.ctx
 	}
-	if w.told {
-		return ctx
-	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	w.done = make(chan struct{})
-	go func(ctx context.Context, cancel context.CancelFunc, done chan struct{}) {
+	go func(ctx context.Context, cancel context.CancelFunc, done chan struct{}, last told) {
 		defer close(done)
-		if in := w.rt.watchInput(ctx, w.j); in != nil {
-			w.in = in
+		if t := w.rt.watchInput(ctx, w.j, last); t.in != nil {
+			w.seen = t
 			cancel()
 		}
-	}(w.ctx, w.cancel, w.done)
+	}(w.ctx, w.cancel, w.done, w.last)
 	return w.ctx
 }
 
-// fired reports the wait the watch saw, once, after the read it ended;
-// the watch is over then.
+// fired returns the wait the watch saw, after the read it ended (nil when
+// the read ended otherwise); the watch is over then.
 func (w *waitWatch) fired() *protocol.InputWait {
-	if w.ctx == nil || w.ctx.Err() == nil {
+	if w.ctx == nil {
 		return nil
 	}
 	w.stop()
-	in := w.in
-	w.in = nil
-	if in != nil {
-		w.told = true
+	t := w.seen
+	w.seen = told{}
+	if t.in != nil {
+		w.last = t
 	}
-	return in
+	return t.in
 }
-
-// output notes that output came: a later wait is told again.
-func (w *waitWatch) output() { w.told = false }
 
 // stop ends the watch that runs, if any, and waits for it.
 func (w *waitWatch) stop() {

@@ -117,7 +117,9 @@ func TestStreamSaysItWaits(t *testing.T) {
 		if method == protocol.NotifyExecWaiting {
 			answer := map[string]string{"name? ": "ada\r", "age? ": "36\r"}[m["input"].(map[string]any)["prompt"].(string)]
 			require.NotEmpty(t, answer, "a wait with an unexpected prompt: %v", m)
-			go func() { mustCall(t, rt, "exec.input", map[string]any{"exec_id": id, "input": answer, "until": []string{}}) }()
+			go func() {
+				mustCall(t, rt, "exec.input", map[string]any{"exec_id": id, "input": answer, "until": []string{}})
+			}()
 		}
 		return nil
 	})
@@ -169,4 +171,43 @@ func TestRunSaysWhereItCut(t *testing.T) {
 	}
 	st := mustCall(t, rt, "exec.run", map[string]any{"command": "echo short"})
 	assert.Nil(t, st["stdout_omitted"])
+}
+
+// TestStreamWaitingKeepsOutputAndRetells: a wait seen while the client is
+// behind is told after the output that came before it, none of which is
+// dropped (a first version dropped the backlog); a second wait that
+// follows input with no output between (a password read twice) is told
+// too.
+func TestStreamWaitingKeepsOutputAndRetells(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	id, reply := stream(t, rt, map[string]any{"command": `seq 1 30000; printf 'go? '; read x; stty -echo; read a; read b; stty echo; echo "done $x$a$b"`})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out strings.Builder
+	var waits []string
+	var next int64
+	answers := []string{"1\r", "2\r", "3\r"}
+	err := reply.Follow(ctx, func(method string, params any) error {
+		switch n := params.(type) {
+		case protocol.OutputNotification:
+			if n.Stream == "stdout" {
+				require.Equal(t, next, n.Offset, "no stdout dropped")
+				next += int64(len(n.Data))
+				out.WriteString(n.Data)
+			}
+			time.Sleep(time.Millisecond) // a client that is behind
+		case protocol.WaitingNotification:
+			waits = append(waits, n.Input.Kind+":"+n.Input.Prompt)
+			require.True(t, strings.HasSuffix(out.String(), "go? ") || len(waits) > 1, "the wait is told after its prompt: %q", out.String()[max(0, out.Len()-20):])
+			require.LessOrEqual(t, len(waits), len(answers), "told more than once per wait: %q", waits)
+			answer := answers[len(waits)-1]
+			go func() { mustCall(t, rt, "exec.input", map[string]any{"exec_id": id, "input": answer, "until": []string{}}) }()
+		}
+		return nil
+	})
+	require.NoError(t, err, "the stream ended")
+	require.Len(t, waits, 3, "%q", waits)
+	assert.Equal(t, "line:go? ", waits[0])
+	assert.Contains(t, out.String(), "30000\ngo? ")
+	assert.Contains(t, out.String(), "done 123\n")
 }
