@@ -2,6 +2,7 @@ package files
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"os"
 	"time"
@@ -97,8 +98,8 @@ func readRange(f *os.File, c *Chunk, o ReadOptions) error {
 		}
 		n, err := r.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
-		if err == io.EOF {
-			break
+		if err == io.EOF || errors.Is(err, unix.EAGAIN) {
+			break // EAGAIN: a file that would wait for more (/proc/kmsg) has no more now
 		}
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -47,11 +48,17 @@ func DecodeParams(raw json.RawMessage, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		pe := paramsError(err)
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			pe = unknownParam(strings.Trim(f, `"`), paramNames(reflect.TypeOf(dst)))
+			// A top-level name gets the method's names; one inside a
+			// nested object (limits.memroy) the plain message.
+			var top map[string]json.RawMessage
+			if name, uerr := strconv.Unquote(f); uerr == nil && json.Unmarshal(raw, &top) == nil {
+				if _, atTop := top[name]; atTop {
+					return unknownParam(name, paramNames(reflect.TypeOf(dst)))
+				}
+			}
 		}
-		return pe
+		return paramsError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Errorf(CodeInvalidParams, "params: unexpected data after the object")

@@ -83,6 +83,12 @@ func TestDecodeParamsUnknownField(t *testing.T) {
 	}
 	err = protocol.DecodeParams(json.RawMessage(`{"zzz":1}`), &p)
 	requireInvalidParams(t, err, `unknown parameter "zzz"; the parameters are`)
+	var sc protocol.SessionCreateParams
+	err = protocol.DecodeParams(json.RawMessage(`{"limits":{"memroy_mib":5}}`), &sc)
+	requireInvalidParams(t, err, `unknown parameter "memroy_mib"`)
+	require.NotContains(t, err.Error(), "did you mean", "a nested name is not matched against the method's")
+	err = protocol.DecodeParams(json.RawMessage(`{"ex\"ec":1}`), &p)
+	requireInvalidParams(t, err, `unknown parameter "ex\"ec"; the parameters are`)
 	var ping protocol.PingParams
 	err = protocol.DecodeParams(json.RawMessage(`{"x":1}`), &ping)
 	requireInvalidParams(t, err, `unknown parameter "x": this method takes no parameters`)

@@ -68,10 +68,12 @@ func (s *HTTPServer) serveFiles(w *stallWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		cw := &countingResponse{stallWriter: w}
-		if sizeUntold(f) {
+		if st.Size() == 0 || sizeUntold(f) {
 			// Sent as read, to its end, with no length and no ranges:
 			// ServeContent would seek for a size /proc refuses and /sys
-			// gives as 4096 whatever the file holds.
+			// gives as 4096 whatever the file holds, and it would send
+			// nothing of a file that says 0 bytes and holds more (those
+			// of tracefs, debugfs and cgroup2).
 			cw.WriteHeader(http.StatusOK)
 			_, _ = io.Copy(cw, f)
 		} else {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -282,21 +283,47 @@ func openAuditLog(path string) (*os.File, error) {
 	return f, nil
 }
 
-// pollableStdin opens the process's stdin anew (/proc/self/fd/0), so that
-// its reads go through Go's poller and closing it ends a read that waits:
-// a signal then ends `trl stdio` while its client keeps stdin open, where
-// a read of os.Stdin (blocking, in the kernel) held it until the client
-// wrote or closed. It is a file description of its own, so the
-// non-blocking mode the poller sets is not the client's. A stdin that
-// cannot be opened so (a socket) is used as it is, and so is a regular
-// file, whose reads never wait and whose offset a new open would lose.
-func pollableStdin() *os.File {
-	if st, err := os.Stdin.Stat(); err != nil || st.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) == 0 {
+// pollableStdin is the process's stdin in a form whose Close ends a
+// read that waits: a signal then ends `trl stdio` while its client keeps
+// stdin open, where a read of os.Stdin (blocking, in the kernel) held it
+// until the client wrote or closed.
+//   - A pipe, FIFO or terminal is opened anew (/proc/self/fd/0), a file
+//     description of its own, so that Go's poller reads it and the
+//     non-blocking mode it sets is not the client's; O_NONBLOCK keeps the
+//     open of a FIFO whose writer has gone from waiting, O_NOCTTY a
+//     terminal from becoming this process's.
+//   - A socket (Node's and Python's asyncio's child processes get one)
+//     is shut down for reading on Close, which ends a read with EOF.
+//   - A regular file is used as it is: its reads never wait, and a new
+//     open would lose its offset.
+func pollableStdin() io.ReadCloser {
+	st, err := os.Stdin.Stat()
+	switch {
+	case err != nil:
+		return os.Stdin
+	case st.Mode()&os.ModeSocket != 0:
+		return socketStdin{os.Stdin}
+	case st.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) == 0:
 		return os.Stdin
 	}
-	f, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY, 0)
+	f, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return os.Stdin
 	}
 	return f
+}
+
+// socketStdin is a socket stdin whose Close shuts it down for reading.
+type socketStdin struct{ *os.File }
+
+func (s socketStdin) Close() error {
+	rc, err := s.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = syscall.Shutdown(int(fd), syscall.SHUT_RD) }); err != nil {
+		return err
+	}
+	return serr
 }
