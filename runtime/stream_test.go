@@ -201,7 +201,9 @@ func TestStreamWaitingKeepsOutputAndRetells(t *testing.T) {
 			require.True(t, strings.HasSuffix(out.String(), "go? ") || len(waits) > 1, "the wait is told after its prompt: %q", out.String()[max(0, out.Len()-20):])
 			require.LessOrEqual(t, len(waits), len(answers), "told more than once per wait: %q", waits)
 			answer := answers[len(waits)-1]
-			go func() { mustCall(t, rt, "exec.input", map[string]any{"exec_id": id, "input": answer, "until": []string{}}) }()
+			go func() {
+				mustCall(t, rt, "exec.input", map[string]any{"exec_id": id, "input": answer, "until": []string{}})
+			}()
 		}
 		return nil
 	})
