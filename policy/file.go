@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trl-project/trl/internal/suggest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -376,29 +377,9 @@ func yamlError(err error, name string) error {
 func closest(s string, keys map[string]string) string {
 	best, bestD := "", 3
 	for k := range keys {
-		if d := editDistance(s, k); d < bestD || d == bestD && k < best {
+		if d := suggest.Distance(s, k); d < bestD || d == bestD && k < best {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

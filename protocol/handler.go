@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/trl-project/trl/internal/suggest"
 )
 
 // Handler is the method table as transports see it. Handle is called
@@ -96,7 +98,7 @@ func unknownParam(name string, known []string) *Error {
 	}
 	best, bestD := "", 3
 	for _, k := range known {
-		d := editDistance(strings.ToLower(name), k)
+		d := suggest.Distance(strings.ToLower(name), k)
 		lower := strings.ToLower(name)
 		switch {
 		case strings.HasPrefix(k, lower) || strings.HasPrefix(lower, k):
@@ -149,27 +151,6 @@ func subsequence(a, b string) bool {
 		}
 	}
 	return a == ""
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func typeName(kind string) string {
