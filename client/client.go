@@ -379,38 +379,28 @@ func follow(n notes) protocol.Follow {
 			}
 			switch m.method {
 			case protocol.NotifyExecOutput:
-				var o protocol.OutputNotification
-				if err := json.Unmarshal(m.params, &o); err != nil {
-					return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
-				}
-				if err := emit(m.method, o); err != nil {
-					return err
-				}
+				err = relay[protocol.OutputNotification](m, emit)
 			case protocol.NotifyExecWaiting:
-				var w protocol.WaitingNotification
-				if err := json.Unmarshal(m.params, &w); err != nil {
-					return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
-				}
-				if err := emit(m.method, w); err != nil {
-					return err
-				}
+				err = relay[protocol.WaitingNotification](m, emit)
 			case protocol.NotifyExecApproval:
-				var a protocol.ApprovalNotification
-				if err := json.Unmarshal(m.params, &a); err != nil {
-					return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
-				}
-				if err := emit(m.method, a); err != nil {
-					return err
-				}
+				err = relay[protocol.ApprovalNotification](m, emit)
 			case protocol.NotifyExecExit:
-				var x protocol.ExitNotification
-				if err := json.Unmarshal(m.params, &x); err != nil {
-					return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
-				}
-				return emit(m.method, x)
+				return relay[protocol.ExitNotification](m, emit)
+			}
+			if err != nil {
+				return err
 			}
 		}
 	}
+}
+
+// relay decodes a notification's params as a T and emits it.
+func relay[T any](m note, emit protocol.Emitter) error {
+	var v T
+	if err := json.Unmarshal(m.params, &v); err != nil {
+		return fmt.Errorf("trl client: unreadable %s: %w", m.method, err)
+	}
+	return emit(m.method, v)
 }
 
 // wireError turns a JSON-RPC error's data into an *Error.
