@@ -13,27 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// castMarks returns a recording's "m" (marker) events.
-func castMarks(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	require.True(t, sc.Scan(), "no header")
-	var marks []string
-	for sc.Scan() {
-		var ev []any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
-		if ev[1] == "m" {
-			s, ok := ev[2].(string)
-			require.True(t, ok, "%v", ev)
-			marks = append(marks, s)
-		}
-	}
-	return marks
-}
-
 // row is a commands.jsonl row, as much as these tests read of it.
 type row struct {
 	Command  string `json:"command"`
@@ -94,10 +73,9 @@ func TestRecordingOfAMomentarySession(t *testing.T) {
 	}, 15*time.Second, 20*time.Millisecond)
 	rec.stop()
 
-	marks := castMarks(t, filepath.Join(dir, sid+".cast"))
+	out, _, marks := castStreams(t, filepath.Join(dir, sid+".cast"))
 	require.GreaterOrEqual(t, len(marks), 3, "%q", marks)
 	assert.Equal(t, []string{"$ echo momentary; echo oops >&2", "exit 0", "$ echo started; sleep 0.5; echo late; sleep 30"}, marks[:3])
-	out, _ := castEvents(t, filepath.Join(dir, sid+".cast"))
 	assert.Contains(t, out, "momentary\r\n")
 	assert.Contains(t, out, "started\r\n")
 

@@ -18,6 +18,14 @@ import (
 // castEvents reads a recording's output and input events.
 func castEvents(t *testing.T, path string) (out, in string) {
 	t.Helper()
+	out, in, _ = castStreams(t, path)
+	return out, in
+}
+
+// castStreams reads a recording's output ("o"), input ("i") and marker
+// ("m") events.
+func castStreams(t *testing.T, path string) (out, in string, marks []string) {
+	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
@@ -27,14 +35,18 @@ func castEvents(t *testing.T, path string) (out, in string) {
 	for sc.Scan() {
 		var ev []any
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
+		text, ok := ev[2].(string)
+		require.True(t, ok, "%v", ev)
 		switch ev[1] {
 		case "o":
-			o.WriteString(ev[2].(string))
+			o.WriteString(text)
 		case "i":
-			i.WriteString(ev[2].(string))
+			i.WriteString(text)
+		case "m":
+			marks = append(marks, text)
 		}
 	}
-	return o.String(), i.String()
+	return o.String(), i.String(), marks
 }
 
 // TestConsolePasswordInputIsSecret is issue 23 §2's third reproduction: a
