@@ -78,11 +78,18 @@ func TestConsolePasswordInputIsSecret(t *testing.T) {
 	assert.Equal(t, "exited", st["state"])
 	assert.Contains(t, st["stdout"], "you typed ***")
 	assert.NotContains(t, st["stdout"], "c0nsole")
+	// The console hands each key to the recording just after it reaches
+	// the terminal, so the last may come after the command's end.
+	typed := strings.Repeat("*", len("c0nsole-pw\r"))
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, sid+".cast"))
+		return strings.Count(string(b), `,"i","*"]`) == len(typed)
+	}, 10*time.Second, 20*time.Millisecond, "every key is recorded")
 	rec.stop()
 
 	out, in := castEvents(t, filepath.Join(dir, sid+".cast"))
 	assert.NotContains(t, in, "c0nsole", "the .cast input events hold the password")
-	assert.Equal(t, strings.Repeat("*", len("c0nsole-pw\r")), in)
+	assert.Equal(t, typed, in)
 	assert.NotContains(t, out, "c0nsole")
 	assert.Contains(t, out, "you typed ***")
 }
