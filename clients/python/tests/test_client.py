@@ -75,6 +75,21 @@ class ClientCases:
         self.assertEqual("".join(err), "e1\ne2\ne3\n")
         self.assertEqual(seqs, list(range(len(seqs))))
 
+    def test_stream_tells_a_wait_for_input(self):
+        prompts = []
+
+        def answer(wait):
+            prompts.append(wait["prompt"])
+            self.trl.input("ada\r", session_id=self.sid, until=[])
+
+        out = []
+        st = self.trl.stream("printf 'name? '; read n; echo \"hello $n\"", self.sid,
+                             on_stdout=out.append, on_waiting=answer)
+        self.assertEqual(st.wait().exit_code, 0)
+        self.assertEqual(prompts, ["name? "])
+        self.assertEqual(st.waiting["kind"], "line")
+        self.assertIn("hello ada\n", "".join(out))
+
     def test_stream_arrives_while_running(self):
         st = self.trl.stream("echo first; sleep 4; echo second", self.sid)
         t0 = time.monotonic()

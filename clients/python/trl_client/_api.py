@@ -41,7 +41,8 @@ class Methods:
         raise NotImplementedError
 
     def _stream(self, method: str, p: Dict[str, Any], on_output: Optional[Callable[[Any], Any]],
-                on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]) -> Any:
+                on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback],
+                on_waiting: Optional[Callable[[Any], Any]]) -> Any:
         raise NotImplementedError
 
     # ---- raw ------------------------------------------------------------
@@ -109,18 +110,20 @@ class Methods:
     def stream(self, command: str, session_id: Optional[str] = None, *, timeout_s: Optional[float] = None,
                stdin: Optional[str] = None, env: Optional[Dict[str, str]] = None,
                on_output: Optional[Callable[[Any], Any]] = None, on_stdout: Optional[OutputCallback] = None,
-               on_stderr: Optional[OutputCallback] = None) -> Any:
+               on_stderr: Optional[OutputCallback] = None, on_waiting: Optional[Callable[[Any], Any]] = None) -> Any:
         """Start a command and follow its output as it is produced.
 
         Returns a Stream: iterate it for Chunks, or call ``wait()`` for the
         exit; callbacks (``on_stdout(text)``, ``on_stderr(text)``,
-        ``on_output(chunk)``) run for each chunk as it is consumed. Over
+        ``on_output(chunk)``) run for each chunk as it is consumed, and
+        ``on_waiting(input)`` when the command begins to wait for terminal
+        input (``input["prompt"]``; answer with ``input()``). Over
         the socket, output that arrived but was not consumed yet waits in
         the client's memory: consume or ``close()`` a stream you start.
         Several streams may run at once on one client (one per session).
         """
         return self._stream("exec.stream", params(session_id=session_id, command=command, timeout_s=timeout_s,
-                                                  stdin=stdin, env=env), on_output, on_stdout, on_stderr)
+                                                  stdin=stdin, env=env), on_output, on_stdout, on_stderr, on_waiting)
 
     def read(self, stream_id: Optional[str] = None, offset: int = 0, limit: Optional[int] = None,
              stream: Optional[str] = None, *, exec_id: Optional[str] = None, render: Optional[str] = None) -> Any:
@@ -134,10 +137,12 @@ class Methods:
 
     def attach(self, stream_id: Optional[str] = None, offset: int = 0, stderr_offset: int = 0, *,
                exec_id: Optional[str] = None, on_output: Optional[Callable[[Any], Any]] = None,
-               on_stdout: Optional[OutputCallback] = None, on_stderr: Optional[OutputCallback] = None) -> Any:
+               on_stdout: Optional[OutputCallback] = None, on_stderr: Optional[OutputCallback] = None,
+               on_waiting: Optional[Callable[[Any], Any]] = None) -> Any:
         """Follow a running or finished stream (or command) again from the given offsets."""
         return self._stream("exec.attach", params(stream_id=stream_id, exec_id=exec_id, offset=offset,
-                                                  stderr_offset=stderr_offset), on_output, on_stdout, on_stderr)
+                                                  stderr_offset=stderr_offset), on_output, on_stdout, on_stderr,
+                            on_waiting)
 
     def cancel(self, session_id: Optional[str] = None, signal: Union[str, int, None] = None, *,
                exec_id: Optional[str] = None) -> Any:

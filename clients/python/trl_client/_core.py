@@ -83,14 +83,18 @@ class Chunk:
 
 
 class StreamEvent:
-    """A notification routed to a stream: a Chunk, or the exit (a Result)."""
+    """A notification routed to a stream: a Chunk, the exit (a Result), or
+    a wait for terminal input (``waiting``: exec.waiting's ``input``, with
+    ``kind`` and ``prompt``)."""
 
-    __slots__ = ("stream_id", "chunk", "exit")
+    __slots__ = ("stream_id", "chunk", "exit", "waiting")
 
-    def __init__(self, stream_id: str, chunk: Optional[Chunk] = None, exit: Optional[Result] = None):
+    def __init__(self, stream_id: str, chunk: Optional[Chunk] = None, exit: Optional[Result] = None,
+                 waiting: Optional[Result] = None):
         self.stream_id = stream_id
         self.chunk = chunk
         self.exit = exit
+        self.waiting = waiting
 
 
 Event = Union[Reply, StreamEvent]
@@ -199,6 +203,8 @@ class Protocol:
         if method == "exec.exit":
             del self._routes[sid]
             return StreamEvent(sid, exit=wrap(params))
+        if method == "exec.waiting":
+            return StreamEvent(sid, waiting=wrap(params.get("input") or {}))
         return None
 
 

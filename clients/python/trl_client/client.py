@@ -31,7 +31,8 @@ class StreamBase:
     """What Stream and AsyncStream share: ids, callbacks, the exit."""
 
     def __init__(self, reply: Reply, on_output: Optional[Callable[[Chunk], Any]],
-                 on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]):
+                 on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback],
+                 on_waiting: Optional[Callable[[Result], Any]] = None):
         data = reply.data
         #: The reply's data (stream_id, session_id; offsets for attach).
         self.info: Result = data
@@ -40,11 +41,20 @@ class StreamBase:
         #: exec.exit's params once the command has ended (exit_code,
         #: duration_ms, timed_out, canceled); None before.
         self.exit: Optional[Result] = None
+        #: The last wait for terminal input told (exec.waiting's ``input``:
+        #: ``kind``, ``prompt``); answer it with ``input()``. None before.
+        self.waiting: Optional[Result] = None
         self._on_output, self._on_stdout, self._on_stderr = on_output, on_stdout, on_stderr
+        self._on_waiting = on_waiting
 
     def _take(self, ev: StreamEvent) -> Optional[Chunk]:
         if ev.exit is not None:
             self.exit = ev.exit
+            return None
+        if ev.waiting is not None:
+            self.waiting = ev.waiting
+            if self._on_waiting is not None:
+                self._on_waiting(ev.waiting)
             return None
         c = ev.chunk
         if self._on_output is not None:
