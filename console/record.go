@@ -48,7 +48,8 @@ type Recorder struct {
 
 // Source is what the recorder records: the runtime.
 type Source interface {
-	protocol.API
+	// SessionList and Session find the sessions live when Run starts.
+	SessionList(ctx context.Context, p protocol.SessionListParams) (protocol.SessionListResult, error)
 	Session(ref string) (*session.Session, error)
 	// OnSessionCreate calls f with each new session before any request
 	// reaches it.

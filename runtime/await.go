@@ -324,7 +324,7 @@ func (rt *Runtime) watchInput(ctx context.Context, c *exec.Job, last told) told 
 		if !fresh && (!c.Marks().InputAt.Equal(last.inputAt) || !rt.waitingNow(c)) {
 			fresh, pr = true, probe{}
 		}
-		wait := maxProbe // while the last wait goes on
+		wait := maxProbe // while the last wait goes on, or none is due
 		if fresh {
 			ev, next := rt.check(c, until{input: true}, &pr, now)
 			switch ev.reason {
@@ -333,7 +333,6 @@ func (rt *Runtime) watchInput(ctx context.Context, c *exec.Job, last told) told 
 			case protocol.ReasonExit:
 				return told{}
 			}
-			wait = maxProbe
 			if !next.IsZero() {
 				wait = max(next.Sub(now), watchGap)
 			}
