@@ -50,6 +50,10 @@ func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) pr
 	} else {
 		st.State = protocol.StateRunning
 		st.DurationMS = time.Since(c.Started()).Milliseconds()
+		if s := c.Session(); s != nil {
+			// No directory "after" it yet: the one it started in.
+			st.Cwd = s.Cwd()
+		}
 		if ev.input != nil {
 			st.State, st.Input = protocol.StateWaitingInput, ev.input
 		}

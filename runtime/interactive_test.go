@@ -408,3 +408,22 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestRunningStatusSaysWhereItStarted: a status of a command still running
+// has no directory "after" it yet; its cwd is the one it started in, not
+// "" (which MCP showed as an empty cwd).
+func TestRunningStatusSaysWhereItStarted(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	id := mustCall(t, rt, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "cd /usr"})
+	st := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "cd /; sleep 30", "yield_ms": 200})
+	require.Equal(t, "running", st["state"], "status: %v", st)
+	assert.Equal(t, "/usr", st["cwd"])
+	st = mustCall(t, rt, "exec.wait", map[string]any{"exec_id": st["exec_id"], "timeout_ms": 100})
+	assert.Equal(t, "/usr", st["cwd"])
+	mustCall(t, rt, "exec.cancel", map[string]any{"exec_id": st["exec_id"]})
+	st = mustCall(t, rt, "exec.wait", map[string]any{"exec_id": st["exec_id"], "timeout_ms": 10000})
+	assert.Equal(t, "exited", st["state"])
+	assert.Equal(t, "/", st["cwd"], "after it: where the shell is")
+}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trl-project/trl/internal/pollpty"
+	"github.com/trl-project/trl/internal/termwait"
 )
 
 // launchSession starts the shell and returns without waiting for it:
@@ -64,22 +65,80 @@ func (s *Session) awaitStart(opts Options) error {
 	startTimeout := opts.startTimeout()
 	t := time.NewTimer(startTimeout)
 	defer t.Stop()
-	select {
-	case <-s.ready:
-		return nil
-	case <-s.exited:
-		code := s.exitStatus()
-		s.Close()
-		return errorf(ErrNotShell, "%s exited during start-up with status %d; is it a POSIX shell (sh, dash, bash, zsh)?", s.cfg.Shell, code)
-	case <-t.C:
-		s.Close()
-		if knownShell(s.cfg.Shell) {
-			// A shell we know that did not come up in time: the machine
-			// is overloaded or out of something, not the caller's fault.
-			return errorf(ErrStart, "%s printed no prompt record within %s; the machine may be overloaded: retry, or raise the start-up timeout", s.cfg.Shell, startTimeout)
+	probe := time.NewTicker(silentProbe)
+	defer probe.Stop()
+	silent := 0
+	for {
+		select {
+		case <-s.ready:
+			return nil
+		case <-s.exited:
+			code := s.exitStatus()
+			s.Close()
+			return errorf(ErrNotShell, "%s exited during start-up with status %d; is it a POSIX shell (sh, dash, bash, zsh)?", s.cfg.Shell, code)
+		case <-t.C:
+			s.Close()
+			if knownShell(s.cfg.Shell) {
+				// A shell we know that did not come up in time: the machine
+				// is overloaded or out of something, not the caller's fault.
+				return errorf(ErrStart, "%s printed no prompt record within %s; the machine may be overloaded: retry, or raise the start-up timeout", s.cfg.Shell, startTimeout)
+			}
+			return errorf(ErrNotShell, "%s printed no prompt record within %s: it does not behave as an interactive POSIX shell (sh, dash, bash, zsh) started with no rc files; non-shells such as python3 are refused", s.cfg.Shell, startTimeout)
+		case <-probe.C:
+			if !s.readsSilently() {
+				silent = 0
+				continue
+			}
+			if silent++; silent < silentProbes {
+				continue
+			}
+			select {
+			case <-s.ready:
+				return nil
+			default:
+			}
+			s.Close()
+			return errorf(ErrNotShell, "%s read its set-up line and waits for more input without printing a prompt record: it does not behave as an interactive POSIX shell (sh, dash, bash, zsh) started with no rc files; non-shells such as python3 are refused", s.cfg.Shell)
 		}
-		return errorf(ErrNotShell, "%s printed no prompt record within %s: it does not behave as an interactive POSIX shell (sh, dash, bash, zsh) started with no rc files; non-shells such as python3 are refused", s.cfg.Shell, startTimeout)
 	}
+}
+
+// A program that reads the set-up line and then waits to read more,
+// having printed no prompt record, is no shell: a shell prints its prompt
+// (the record) before it reads its next line. Start-up looks for that
+// every silentProbe and refuses once silentProbes looks in a row saw it,
+// rather than after the whole start-up timeout (python3 took 10 s to be
+// refused). A program that waits some other way (epoll, as node does) is
+// still refused only at the timeout.
+const (
+	silentProbe  = 100 * time.Millisecond
+	silentProbes = 3
+)
+
+// readsSilently reports whether the shell has taken in all it was sent,
+// has written nothing the control reader has not yet taken, and is
+// blocked reading its command pipe (fd 0). False when any of it cannot
+// be told.
+func (s *Session) readsSilently() bool {
+	return buffered(s.cmdW) == 0 && buffered(s.ctlR) == 0 && termwait.ReadsFD(s.pid, 0)
+}
+
+// buffered is how many bytes wait in pipe f (either end; FIONREAD),
+// or -1 when that cannot be read (TIOCINQ is Linux's FIONREAD).
+func buffered(f *os.File) int {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	n := -1
+	if err := rc.Control(func(fd uintptr) {
+		if v, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil {
+			n = v
+		}
+	}); err != nil {
+		return -1
+	}
+	return n
 }
 
 // knownShell reports whether path (after symlinks) is a shell trl knows

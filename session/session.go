@@ -561,6 +561,14 @@ func (s *Session) ID() string { return s.id }
 // Name is the session's name ("" when it has none).
 func (s *Session) Name() string { return s.cfg.Name }
 
+// Cwd is the shell's working directory as its last prompt record told
+// it: while a command runs, the directory that command started in.
+func (s *Session) Cwd() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cwd
+}
+
 // DefaultTimeout is the session's default command timeout (0: none).
 func (s *Session) DefaultTimeout() time.Duration { return s.cfg.Timeout }
 

@@ -94,6 +94,31 @@ func TestNonShellRefused(t *testing.T) {
 	}
 }
 
+// TestNonShellRefusedEarly: a program that reads the set-up line and
+// then waits for more, printing no prompt record, is refused within a
+// second or so, not at the end of the 10 s start-up timeout (python3 took
+// all of it).
+func TestNonShellRefusedEarly(t *testing.T) {
+	reader := filepath.Join(t.TempDir(), "reader")
+	require.NoError(t, os.WriteFile(reader, []byte("#!/bin/sh\nexec cat >&2\n"), 0o755))
+	shells := []string{reader}
+	if p, err := exec.LookPath("python3"); err == nil {
+		shells = append(shells, p)
+	} else {
+		t.Log("python3 is not installed: only cat is tried")
+	}
+	m := NewManager(Options{Logger: testLogger(), Subreaper: true}) // the default 10 s
+	t.Cleanup(m.CloseAll)
+	for _, sh := range shells {
+		start := time.Now()
+		_, err := m.Create(Config{Shell: sh})
+		require.ErrorIs(t, err, ErrNotShell, sh)
+		assert.Contains(t, err.Error(), "waits for more input without printing a prompt record", sh)
+		assert.Less(t, time.Since(start), 4*time.Second, sh)
+		assert.Zero(t, m.Len())
+	}
+}
+
 // TestEndCauses: every way a session ends is recorded and shown by Info
 // (issue 9 item 2).
 func TestEndCauses(t *testing.T) {

@@ -226,3 +226,17 @@ func parseDirents(b []byte, f func(int)) {
 		b = b[reclen:]
 	}
 }
+
+// ReadsFD reports whether process pid's main thread is blocked in a
+// read-like system call on its descriptor fd (session start-up asks it of
+// a program that should have answered its set-up line with a prompt).
+// It reports false whenever that cannot be told: the process is gone,
+// running, or its /proc/PID/syscall is not ours to read.
+func ReadsFD(pid, fd int) bool {
+	b, err := readFile(string(procPath(nil, pid, 0, "syscall")), make([]byte, 256), 4096)
+	if err != nil {
+		return false
+	}
+	nr, args, running, ok := parseSyscall(b)
+	return ok && !running && classify(nr) == callRead && args[0] == uint64(fd)
+}
