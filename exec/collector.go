@@ -4,6 +4,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/trl-project/trl/internal/clip"
 	"github.com/trl-project/trl/session"
 )
 
@@ -106,7 +107,7 @@ func (c *Collector) Result() Output {
 		cut := st.dropped || keep[i] < tails[i]
 		head := st.head
 		if cut {
-			head = trimIncompleteEnd(head)
+			head = clip.TrimCutEnd(head)
 		}
 		b := make([]byte, 0, len(head)+keep[i])
 		b = append(b, head...)
@@ -114,7 +115,7 @@ func (c *Collector) Result() Output {
 		b = st.tail.appendLast(b, keep[i])
 		if cut {
 			out.Truncated = true
-			b = append(b[:n], trimIncompleteStart(b[n:])...)
+			b = append(b[:n], clip.TrimCutStart(b[n:])...)
 			cuts[i] = n
 		}
 		parts[i] = b
@@ -202,72 +203,72 @@ func (r *ring) appendRange(dst []byte, from, n int) []byte {
 	return dst
 }
 
-// trimIncompleteEnd drops a multi-byte character cut off at the end of p.
-func trimIncompleteEnd(p []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(p); i++ {
-		b := p[len(p)-i]
-		if b < utf8.RuneSelf {
-			return p
-		}
-		if utf8.RuneStart(b) {
-			if r, _ := utf8.DecodeRune(p[len(p)-i:]); r == utf8.RuneError && !utf8.FullRune(p[len(p)-i:]) {
-				return p[:len(p)-i]
-			}
-			return p
-		}
-	}
-	return p
-}
-
-// trimIncompleteStart drops continuation bytes of a character whose start
-// was cut off.
-func trimIncompleteStart(p []byte) []byte {
-	for i := 0; i < utf8.UTFMax-1 && i < len(p); i++ {
-		if utf8.RuneStart(p[0]) {
-			break
-		}
-		p = p[1:]
-	}
-	return p
-}
-
 // Since returns stream s's output from offset on, as far as the Collector
-// kept it, cut to at most max bytes (head and tail) on character
-// boundaries. start is the offset of the first byte returned; cut says
-// that bytes in between were not kept or did not fit. A command that
-// yields (SPEC §8) is asked this for each status.
-func (c *Collector) Since(s session.Stream, offset int64, max int) (data []byte, start, end int64, cut bool) {
+// kept it, cut to at most limit bytes (head and tail) on character
+// boundaries, with at most one run of bytes left out inside it (Gap): the
+// output not kept between the head and the tail, or the middle a cut to
+// limit leaves out, never both, so that a status can say where it is. A
+// command that yields (SPEC §8) is asked this for each status.
+func (c *Collector) Since(s session.Stream, offset int64, limit int) Slice {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := &c.streams[s]
-	end = st.total
+	out := Slice{Start: offset, End: st.total}
+	if offset >= st.total {
+		out.Start = st.total
+		return out
+	}
 	head := int64(len(st.head))
-	tailLen := st.tail.len()
-	tailStart := st.total - int64(tailLen)
-	switch {
-	case offset >= st.total:
-		return nil, st.total, end, false
-	case offset < head:
-		data = make([]byte, 0, int(head-offset)+tailLen)
-		data = append(data, st.head[offset:]...)
-		if tailStart > head {
-			cut = true
+	tailStart := st.total - int64(st.tail.len())
+	// The kept bytes from offset on are [offset, head) and then
+	// [secondAt, total); bytes between the two were not kept.
+	firstLen := max(head-offset, 0)
+	secondAt := max(offset, head, tailStart)
+	if firstLen == 0 {
+		out.Start = secondAt
+		out.Cut = secondAt > offset // offset fell where nothing is kept
+	}
+	secondLen := st.total - secondAt
+	gap := firstLen > 0 && secondAt > head
+	if limit <= 0 || firstLen+secondLen <= int64(limit) {
+		out.Data = st.appendKept(make([]byte, 0, firstLen+secondLen), out.Start, out.Start+firstLen)
+		out.Data = st.appendKept(out.Data, secondAt, st.total)
+		if gap {
+			out.Gap = Gap{At: int(firstLen), Offset: head, Bytes: secondAt - head}
+			out.Cut = true
 		}
-		data = st.tail.appendLast(data, tailLen)
-		start = offset
-	case offset >= tailStart:
-		data = st.tail.appendLast(nil, int(st.total-offset))
-		start = offset
-	default:
-		data = st.tail.appendLast(nil, tailLen)
-		start, cut = tailStart, true
+		return out
 	}
-	if max > 0 && len(data) > max {
-		h := max / 2
-		data = append(trimIncompleteEnd(data[:h:h]), trimIncompleteStart(data[len(data)-(max-h):])...)
-		cut = true
+	// Too much: half of limit from the start and half from the end, shifted
+	// when one side of a gap has less than its half.
+	keepFirst, keepLast := int64(limit/2), int64(limit-limit/2)
+	if gap && firstLen < keepFirst {
+		keepFirst, keepLast = firstLen, int64(limit)-firstLen
+	} else if gap && secondLen < keepLast {
+		keepFirst, keepLast = int64(limit)-secondLen, secondLen
 	}
-	return data, start, end, cut
+	h := clip.TrimCutEnd(st.appendKept(nil, out.Start, out.Start+keepFirst))
+	t := clip.TrimCutStart(st.appendKept(nil, st.total-keepLast, st.total))
+	from := out.Start + int64(len(h))
+	out.Data = append(h, t...)
+	out.Gap = Gap{At: len(h), Offset: from, Bytes: st.total - int64(len(t)) - from}
+	out.Cut = true
+	return out
+}
+
+// appendKept appends the stream's bytes [from, to) to dst; all of them
+// must be kept (in the head, or in the tail where the head ends).
+func (st *collected) appendKept(dst []byte, from, to int64) []byte {
+	head := int64(len(st.head))
+	if from < head {
+		dst = append(dst, st.head[from:min(to, head)]...)
+		from = head
+	}
+	if from < to {
+		tailStart := st.total - int64(st.tail.len())
+		dst = st.tail.appendRange(dst, int(from-tailStart), int(to-from))
+	}
+	return dst
 }
 
 // Page returns at most limit bytes of stream s's output from offset on,
@@ -302,7 +303,7 @@ func (c *Collector) Page(s session.Stream, offset int64, limit int) (data []byte
 		data = st.tail.appendRange(nil, int(start-tailStart), want)
 	}
 	if len(data) > limit {
-		cut := trimIncompleteEnd(data[:limit])
+		cut := clip.TrimCutEnd(data[:limit])
 		if len(cut) == 0 {
 			_, n := utf8.DecodeRune(data)
 			cut = data[:n]

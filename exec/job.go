@@ -127,11 +127,34 @@ func (r Request) Validate() error {
 // Store is where a Job's output is kept: a Collector or a Stream.
 type Store interface {
 	session.Sink
-	// Since returns stream s's output from offset, cut to at most max
-	// bytes; cut says bytes in between are not returned.
-	Since(s session.Stream, offset int64, max int) (data []byte, start, end int64, cut bool)
+	// Since returns stream s's output from offset, cut to at most limit
+	// bytes.
+	Since(s session.Stream, offset int64, limit int) Slice
 	// finish is called once, at the end, before Done closes.
 	finish(x Exit)
+}
+
+// Slice is a part of one stream's output, as a status carries it.
+type Slice struct {
+	Data []byte
+	// Start is the offset of Data's first byte in the stream; End is
+	// where the next status goes on from: the stream's total so far for
+	// a Collector (what Data leaves out is left out of every status), the
+	// end of Data for a Stream (the rest comes next).
+	Start, End int64
+	// Cut says that output from the offset asked for to End is not all
+	// in Data: before Start, in Gap, or after Data (not yet read).
+	Cut bool
+	// Gap, when Bytes is not 0, is the one run of output left out inside
+	// Data: before Data[At], from the stream's Offset on.
+	Gap Gap
+}
+
+// Gap is a run of output a Slice leaves out.
+type Gap struct {
+	At     int
+	Offset int64
+	Bytes  int64
 }
 
 // Grace is how long a timed-out command gets after SIGINT before SIGKILL,

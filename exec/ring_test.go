@@ -84,3 +84,60 @@ func TestCollectorPage(t *testing.T) {
 		}
 	}
 }
+
+// TestSinceLeavesOutOneRun: whatever the budget, the offset asked from
+// and the limit, Since hands back kept output that leaves out at most one
+// run of bytes inside it, and says exactly which: the bytes before Gap.At
+// are the output from Start, those after it the output from Gap.Offset +
+// Gap.Bytes to End (a status could not say where it cut when the
+// head-tail gap and the limit's cut were two).
+func TestSinceLeavesOutOneRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 3000 {
+		c := NewCollector(2 + rng.IntN(300))
+		var whole []byte
+		for range rng.IntN(10) {
+			p := make([]byte, rng.IntN(200))
+			for i := range p {
+				p[i] = 'a' + byte(rng.IntN(26))
+			}
+			c.Output(session.Stdout, p)
+			whole = append(whole, p...)
+		}
+		offset := int64(rng.IntN(len(whole) + 2))
+		limit := rng.IntN(400) - 20 // ≤ 0: no limit
+		sl := c.Since(session.Stdout, offset, limit)
+		require.EqualValues(t, len(whole), sl.End, "trial %d", trial)
+		if offset >= int64(len(whole)) {
+			assert.Empty(t, sl.Data)
+			continue
+		}
+		require.GreaterOrEqual(t, sl.Start, offset, "trial %d", trial)
+		if limit > 0 {
+			assert.LessOrEqual(t, len(sl.Data), limit, "trial %d", trial)
+		}
+		if sl.Gap.Bytes == 0 {
+			require.Equal(t, string(whole[sl.Start:]), string(sl.Data), "trial %d", trial)
+			assert.Equal(t, sl.Start > offset, sl.Cut, "trial %d", trial)
+			continue
+		}
+		assert.True(t, sl.Cut)
+		require.Equal(t, string(whole[sl.Start:sl.Start+int64(sl.Gap.At)]), string(sl.Data[:sl.Gap.At]), "trial %d: the head", trial)
+		assert.Equal(t, sl.Start+int64(sl.Gap.At), sl.Gap.Offset, "trial %d: the gap follows the head", trial)
+		require.Equal(t, string(whole[sl.Gap.Offset+sl.Gap.Bytes:]), string(sl.Data[sl.Gap.At:]), "trial %d: the tail", trial)
+	}
+}
+
+// TestSinceCutsOnCharacters: a cut to the limit never splits a character,
+// and the gap it says still matches the bytes around it.
+func TestSinceCutsOnCharacters(t *testing.T) {
+	c := NewCollector(1 << 20)
+	whole := []byte(strings.Repeat("é€😀x", 300))
+	c.Output(session.Stdout, whole)
+	for limit := 1; limit < 64; limit++ {
+		sl := c.Since(session.Stdout, 0, limit)
+		require.True(t, utf8.Valid(sl.Data), "limit %d: %q", limit, sl.Data)
+		require.Equal(t, string(whole[:sl.Gap.At]), string(sl.Data[:sl.Gap.At]))
+		require.Equal(t, string(whole[sl.Gap.Offset+sl.Gap.Bytes:]), string(sl.Data[sl.Gap.At:]))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/trl-project/trl/internal/clip"
 	"github.com/trl-project/trl/session"
 )
 
@@ -121,18 +122,18 @@ func (s *Stream) finish(x Exit) {
 	s.signal()
 }
 
-// Since returns stream st's output from offset, within max bytes, as far
-// as the window holds it (a yielded exec.stream command's status asks
-// this); cut says bytes were lost or are left for later.
-func (s *Stream) Since(st session.Stream, offset int64, max int) (data []byte, start, end int64, cut bool) {
-	data, start, lost, _ := s.ReadAt(st, offset, max)
-	end = start + int64(len(data))
+// Since returns stream st's output from offset, within limit bytes, as
+// far as the window holds it (a yielded exec.stream command's status asks
+// this); Cut says bytes were lost or are left for later. It has no Gap.
+func (s *Stream) Since(st session.Stream, offset int64, limit int) Slice {
+	data, start, lost, _ := s.ReadAt(st, offset, limit)
+	end := start + int64(len(data))
 	out, errb := s.Totals()
 	total := out
 	if st == session.Stderr {
 		total = errb
 	}
-	return data, start, end, lost > 0 || end < total
+	return Slice{Data: data, Start: start, End: end, Cut: lost > 0 || end < total}
 }
 
 // Done reports whether the command has ended, and how.
@@ -281,7 +282,7 @@ func (s *Stream) ReadAt(st session.Stream, offset int64, limit int) (data []byte
 		if len(part) > room {
 			// Do not end inside a character; and stop here, so that what
 			// is returned is contiguous.
-			cut := trimIncompleteEnd(part[:room])
+			cut := clip.TrimCutEnd(part[:room])
 			if len(data) == 0 && len(cut) == 0 {
 				// A limit smaller than the next character still returns
 				// that character: a reader paging with offset += length

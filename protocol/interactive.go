@@ -65,7 +65,8 @@ type ExecStatus struct {
 	StderrBytes int64  `json:"stderr_bytes"`
 	Cwd         string `json:"cwd"`
 	// StdoutOmitted and StderrOmitted say where output was left out of a
-	// truncated exec.run result: the head is before At, the tail after.
+	// truncated exec.run result or status: the head is before At, the
+	// tail after.
 	StdoutOmitted *Omitted `json:"stdout_omitted,omitempty"`
 	StderrOmitted *Omitted `json:"stderr_omitted,omitempty"`
 	// SessionExited is set when the command ended the session's shell.

@@ -254,8 +254,7 @@ func promptOf(st termwait.Status, line string) string {
 // matches reports whether the output since the last status matches re.
 func (rt *Runtime) matches(c *exec.Job, re *regexp.Regexp, sent [2]int64) bool {
 	for _, s := range []session.Stream{session.Stdout, session.Stderr} {
-		data, _, _, _ := c.Store().Since(s, sent[s], 1<<20)
-		if re.Match(data) {
+		if re.Match(c.Store().Since(s, sent[s], 1<<20).Data) {
 			return true
 		}
 	}

@@ -68,20 +68,21 @@ func (rt *Runtime) auditCommand(c *exec.Job, x exec.Exit) {
 		Msg("command finished")
 }
 
-// renderCut renders a stream of a result whose bytes from cut on were
-// left out (cut -1: none were), and says where: head and tail are
-// rendered apart, so At is where they meet in the rendered string.
-func renderCut(mode string, b []byte, cut int, total int64) (string, *protocol.Omitted) {
+// renderCut renders output b that leaves out the bytes of the command's
+// output from offset on before b[cut] (cut -1: none were), and says
+// where: head and tail are rendered apart, so At is where they meet in
+// the rendered string.
+func renderCut(mode string, b []byte, cut int, offset, bytes int64) (string, *protocol.Omitted) {
 	if cut < 0 || mode == "" || mode == "raw" {
 		text, _ := renderOutput(mode, b)
 		if cut < 0 {
 			return text, nil
 		}
-		return text, &protocol.Omitted{At: cut, Offset: int64(cut), Bytes: total - int64(len(b))}
+		return text, &protocol.Omitted{At: cut, Offset: offset, Bytes: bytes}
 	}
 	head, _ := renderOutput(mode, b[:cut])
 	tail, _ := renderOutput(mode, b[cut:])
-	return head + tail, &protocol.Omitted{At: len(head), Offset: int64(cut), Bytes: total - int64(len(b))}
+	return head + tail, &protocol.Omitted{At: len(head), Offset: offset, Bytes: bytes}
 }
 
 // cut shortens s to at most n bytes on a character boundary.
@@ -161,8 +162,8 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 		res = rt.status(c, ev, p.Render, true)
 	} else {
 		out := coll.Result()
-		stdout, stdoutOmitted := renderCut(p.Render, out.Stdout, out.StdoutCut, out.StdoutBytes)
-		stderr, stderrOmitted := renderCut(p.Render, out.Stderr, out.StderrCut, out.StderrBytes)
+		stdout, stdoutOmitted := renderCut(p.Render, out.Stdout, out.StdoutCut, int64(out.StdoutCut), out.StdoutBytes-int64(len(out.Stdout)))
+		stderr, stderrOmitted := renderCut(p.Render, out.Stderr, out.StderrCut, int64(out.StderrCut), out.StderrBytes-int64(len(out.Stderr)))
 		res = protocol.ExecStatus{
 			Stdout:        stdout,
 			Stderr:        stderr,

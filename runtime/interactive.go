@@ -30,19 +30,21 @@ func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) pr
 	x, ended := c.Exit()
 	st := protocol.ExecStatus{ExecID: c.ID(), SessionID: c.SessionID(), Reason: ev.reason}
 	var ends [2]int64
-	var data [2]string
 	for _, s := range []session.Stream{session.Stdout, session.Stderr} {
-		b, start, end, cut := c.Store().Since(s, m.Sent[s], max(m.Max/2, 1))
-		data[s], _ = renderOutput(render, b)
-		ends[s] = end
-		st.Truncated = st.Truncated || cut
+		sl := c.Store().Since(s, m.Sent[s], max(m.Max/2, 1))
+		at := -1
+		if sl.Gap.Bytes > 0 {
+			at = sl.Gap.At
+		}
+		text, omitted := renderCut(render, sl.Data, at, sl.Gap.Offset, sl.Gap.Bytes)
+		ends[s] = sl.End
+		st.Truncated = st.Truncated || sl.Cut
 		if s == session.Stdout {
-			st.StdoutOffset = start
+			st.Stdout, st.StdoutOffset, st.StdoutOmitted = text, sl.Start, omitted
 		} else {
-			st.StderrOffset = start
+			st.Stderr, st.StderrOffset, st.StderrOmitted = text, sl.Start, omitted
 		}
 	}
-	st.Stdout, st.Stderr = data[0], data[1]
 	act := c.Watch().Activity()
 	st.StdoutBytes, st.StderrBytes = act.StdoutBytes, act.StderrBytes
 	if ended {
@@ -65,7 +67,7 @@ func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) pr
 		snap := wireScreen(s.Screen().Snapshot(screen.SnapshotOptions{}))
 		st.AltScreen, st.Screen = snap.AltScreen, &snap
 		if render == "text" && snap.AltScreen {
-			st.Stdout = "" // the screen is the text a reader sees
+			st.Stdout, st.StdoutOmitted = "", nil // the screen is the text a reader sees
 		}
 	}
 	approvalStatus(&st, c, x, ended)

@@ -173,6 +173,44 @@ func TestRunSaysWhereItCut(t *testing.T) {
 	assert.Nil(t, st["stdout_omitted"])
 }
 
+// TestStatusSaysWhereItCut: a status of a command still running says
+// where its output was cut as a final result does (statuses had
+// truncated: true and nothing more), and leaves out one run only, raw and
+// rendered as text; the result after a yield says it too.
+func TestStatusSaysWhereItCut(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	var whole strings.Builder
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintf(&whole, "%d\n", i)
+	}
+	check := func(what string, st map[string]any) {
+		t.Helper()
+		require.Equal(t, true, st["truncated"], what)
+		om, ok := st["stdout_omitted"].(map[string]any)
+		require.True(t, ok, "%s: %v", what, st)
+		at, offset, n := int(om["at"].(float64)), int(om["offset"].(float64)), int(om["bytes"].(float64))
+		out, start := st["stdout"].(string), int(st["stdout_offset"].(float64))
+		assert.Equal(t, whole.String()[start:offset], out[:at], "%s: the head", what)
+		assert.Equal(t, whole.String()[offset+n:], out[at:], "%s: the tail", what)
+		assert.Nil(t, st["stderr_omitted"], "%s: stderr was not cut", what)
+	}
+	for _, render := range []string{"raw", "text"} {
+		st := mustCall(t, rt, "exec.run", map[string]any{"command": "seq 1 20000; sleep 30", "max_output_bytes": 1000,
+			"until": []string{"match:20000"}, "render": render})
+		require.Equal(t, "running", st["state"], "%s: %v", render, st)
+		check(render+", the status", st)
+		mustCall(t, rt, "exec.cancel", map[string]any{"exec_id": st["exec_id"]})
+		st = mustCall(t, rt, "exec.wait", map[string]any{"exec_id": st["exec_id"], "timeout_ms": 10000})
+		require.Equal(t, "exited", st["state"])
+		assert.Nil(t, st["stdout_omitted"], "%s: nothing new, nothing cut", render)
+	}
+	st := mustCall(t, rt, "exec.run", map[string]any{"command": "sleep 0.3; seq 1 20000", "max_output_bytes": 1000, "yield_ms": 100})
+	require.Equal(t, "running", st["state"])
+	st = mustCall(t, rt, "exec.wait", map[string]any{"exec_id": st["exec_id"], "timeout_ms": 10000})
+	require.Equal(t, "exited", st["state"])
+	check("the end after a yield", st)
+}
+
 // TestStreamWaitingKeepsOutputAndRetells: a wait seen while the client is
 // behind is told after the output that came before it, none of which is
 // dropped (a first version dropped the backlog); a second wait that

@@ -103,13 +103,13 @@ func (c *Clip) Cut() Cut {
 	if i := bytes.LastIndexByte(head, '\n'); i >= 0 && i+1 >= len(head)/2 {
 		head = head[:i+1]
 	} else {
-		head = trimIncompleteEnd(head)
+		head = TrimCutEnd(head)
 	}
 	if prev != '\n' {
 		if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
 			tail = tail[i+1:]
 		} else {
-			tail = trimIncompleteStart(tail)
+			tail = TrimCutStart(tail)
 		}
 	}
 	k := Cut{Head: string(head), Tail: string(tail), Total: c.total, From: int64(len(head))}
@@ -144,23 +144,30 @@ func Text(s string, max int) Cut {
 	return c.Cut()
 }
 
-// trimIncompleteEnd drops a character cut off at the end of b.
-func trimIncompleteEnd(b []byte) []byte {
-	for i := 0; i < utf8.UTFMax && len(b) > 0; i++ {
-		r, size := utf8.DecodeLastRune(b)
-		if r != utf8.RuneError || size != 1 {
-			break
+// TrimCutEnd drops a multi-byte character cut off at the end of p: an
+// incomplete sequence only, so a byte that is not UTF-8 (binary output)
+// stays.
+func TrimCutEnd(p []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(p); i++ {
+		b := p[len(p)-i]
+		if b < utf8.RuneSelf {
+			return p
 		}
-		b = b[:len(b)-1]
+		if utf8.RuneStart(b) {
+			if r, _ := utf8.DecodeRune(p[len(p)-i:]); r == utf8.RuneError && !utf8.FullRune(p[len(p)-i:]) {
+				return p[:len(p)-i]
+			}
+			return p
+		}
 	}
-	return b
+	return p
 }
 
-// trimIncompleteStart drops the rest of a character cut off at the start
-// of b.
-func trimIncompleteStart(b []byte) []byte {
-	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-		b = b[1:]
+// TrimCutStart drops the continuation bytes of a character whose start
+// was cut off: at most UTFMax-1 of them.
+func TrimCutStart(p []byte) []byte {
+	for i := 0; i < utf8.UTFMax-1 && len(p) > 0 && !utf8.RuneStart(p[0]); i++ {
+		p = p[1:]
 	}
-	return b
+	return p
 }
