@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -212,4 +213,30 @@ rules:
 	assert.Equal(t, Deny, p.Evaluate(Input{Line: "eval x"}).Action)
 	assert.Equal(t, Deny, p.Evaluate(Input{Line: "make"}).Action)
 	assert.Equal(t, Ask, p.Evaluate(Input{Line: "ls; echo curl"}).Action, "a regex rule sees each command and the line")
+}
+
+// TestDeeplyNestedLine: a line of deeply nested command substitutions
+// gets the unknown action, quickly and with a short reason, without the
+// parser's recursion (a million levels overflowed the daemon's stack and
+// crashed it; fifty thousand took 4.8 GB through reasons that each copied
+// the rest of the line), and a nesting a person writes is still followed.
+func TestDeeplyNestedLine(t *testing.T) {
+	p, err := Parse([]byte("unknown: deny\nrules:\n  - match: {program: [rm]}\n    action: deny\n"), "p.yaml")
+	require.NoError(t, err)
+	for _, n := range []int{maxNesting + 1, 50_000, 1_000_000} {
+		line := strings.Repeat("$(", n) + "true" + strings.Repeat(")", n)
+		d := p.Evaluate(Input{Line: line})
+		assert.Equal(t, Deny, d.Action, "n=%d", n)
+		assert.Less(t, len(d.Reason), 200, "n=%d", n)
+	}
+	line := strings.Repeat("echo $(", 50) + "rm -rf /x" + strings.Repeat(")", 50)
+	d := p.Evaluate(Input{Line: line})
+	assert.Equal(t, Deny, d.Action)
+	assert.Equal(t, "rm", strings.Fields(d.Command)[0], "the rm inside 50 levels is found: %+v", d)
+	// Below the bound, a dynamic program word at every level: the reasons
+	// quote it clipped.
+	line = strings.Repeat("$($x ", maxNesting-1) + "true" + strings.Repeat(")", maxNesting-1)
+	d = p.Evaluate(Input{Line: line})
+	assert.Equal(t, Deny, d.Action)
+	assert.Less(t, len(d.Reason), 300)
 }

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -40,6 +41,30 @@ const maxDepth = 8
 // them at every level.
 const maxScripts = 64
 
+// maxNesting bounds how deep a line's parentheses may nest before it is
+// parsed: the parser recurses once per level (a line of a million
+// nested `$(` overflowed the daemon's stack, and fifty thousand took
+// gigabytes), and no line a person writes nests this deep. Counted
+// without regard to quoting, so a line with more in its strings gets the
+// unknown action too.
+const maxNesting = 200
+
+// parenDepth is the deepest that src's parentheses nest, quotes ignored.
+func parenDepth(src string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '(':
+			if depth++; depth > deepest {
+				deepest = depth
+			}
+		case ')':
+			depth = max(depth-1, 0)
+		}
+	}
+	return deepest
+}
+
 var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
 
 // scanner collects the simple commands of a line.
@@ -61,6 +86,10 @@ func (s *scanner) script(src string, depth int) {
 	}
 	if s.scripts++; s.scripts > maxScripts {
 		s.cmds = append(s.cmds, command{text: src, unknown: "too many scripts inside the line to follow"})
+		return
+	}
+	if d := parenDepth(src); d > maxNesting {
+		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line nests parentheses %d deep, more than the %d followed", d, maxNesting)})
 		return
 	}
 	p := parsers.Get().(*syntax.Parser)
@@ -137,7 +166,7 @@ func (s *scanner) wordsUpTo(x *call, words []*syntax.Word, end uint) {
 	text := x.text(words[0], end)
 	name, ok := programWord(words[0])
 	if !ok {
-		s.cmds = append(s.cmds, command{text: text, unknown: fmt.Sprintf("the program %s is known only when the line runs", wordSource(x.src, words[0]))})
+		s.cmds = append(s.cmds, command{text: text, unknown: fmt.Sprintf("the program %s is known only when the line runs", clipWord(wordSource(x.src, words[0])))})
 		return
 	}
 	// zsh runs `=prog` as the path of prog.
@@ -289,6 +318,21 @@ func wordSource(src string, w *syntax.Word) string {
 		return src[a:b]
 	}
 	return "word"
+}
+
+// clipWord shortens a word quoted in a reason: a word can be most of the
+// line (a command substitution), and one reason per nested level made
+// the reasons' size grow with the square of the line's.
+func clipWord(w string) string {
+	const most = 64
+	if len(w) <= most {
+		return w
+	}
+	i := most
+	for i > 0 && !utf8.RuneStart(w[i]) {
+		i--
+	}
+	return w[:i] + "…"
 }
 
 // programWord is the program's name when it is known before the line
