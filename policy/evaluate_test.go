@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/trl-project/trl/internal/nesting"
 )
 
 func loadExample(t testing.TB) *Policy {
@@ -223,7 +225,7 @@ rules:
 func TestDeeplyNestedLine(t *testing.T) {
 	p, err := Parse([]byte("unknown: deny\nrules:\n  - match: {program: [rm]}\n    action: deny\n"), "p.yaml")
 	require.NoError(t, err)
-	for _, n := range []int{maxNesting + 1, 50_000, 1_000_000} {
+	for _, n := range []int{nesting.Max + 1, 50_000, 1_000_000} {
 		line := strings.Repeat("$(", n) + "true" + strings.Repeat(")", n)
 		d := p.Evaluate(Input{Line: line})
 		assert.Equal(t, Deny, d.Action, "n=%d", n)
@@ -235,7 +237,7 @@ func TestDeeplyNestedLine(t *testing.T) {
 	assert.Equal(t, "rm", strings.Fields(d.Command)[0], "the rm inside 50 levels is found: %+v", d)
 	// Below the bound, a dynamic program word at every level: the reasons
 	// quote it clipped.
-	line = strings.Repeat("$($x ", maxNesting-1) + "true" + strings.Repeat(")", maxNesting-1)
+	line = strings.Repeat("$($x ", nesting.Max-1) + "true" + strings.Repeat(")", nesting.Max-1)
 	d = p.Evaluate(Input{Line: line})
 	assert.Equal(t, Deny, d.Action)
 	assert.Less(t, len(d.Reason), 300)

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/trl-project/trl/internal/nesting"
 )
 
 // command is one simple command as the policy sees it: a program and its
@@ -41,30 +43,6 @@ const maxDepth = 8
 // them at every level.
 const maxScripts = 64
 
-// maxNesting bounds how deep a line's parentheses may nest before it is
-// parsed: the parser recurses once per level (a line of a million
-// nested `$(` overflowed the daemon's stack, and fifty thousand took
-// gigabytes), and no line a person writes nests this deep. Counted
-// without regard to quoting, so a line with more in its strings gets the
-// unknown action too.
-const maxNesting = 200
-
-// parenDepth is the deepest that src's parentheses nest, quotes ignored.
-func parenDepth(src string) int {
-	depth, deepest := 0, 0
-	for i := 0; i < len(src); i++ {
-		switch src[i] {
-		case '(':
-			if depth++; depth > deepest {
-				deepest = depth
-			}
-		case ')':
-			depth = max(depth-1, 0)
-		}
-	}
-	return deepest
-}
-
 var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
 
 // scanner collects the simple commands of a line.
@@ -88,8 +66,8 @@ func (s *scanner) script(src string, depth int) {
 		s.cmds = append(s.cmds, command{text: src, unknown: "too many scripts inside the line to follow"})
 		return
 	}
-	if d := parenDepth(src); d > maxNesting {
-		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line nests parentheses %d deep, more than the %d followed", d, maxNesting)})
+	if d := nesting.Depth(src); d > nesting.Max {
+		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line nests parentheses %d deep, more than the %d followed", d, nesting.Max)})
 		return
 	}
 	p := parsers.Get().(*syntax.Parser)
