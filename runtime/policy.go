@@ -3,12 +3,10 @@ package runtime
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/trl-project/trl/approval"
 	"github.com/trl-project/trl/exec"
-	"github.com/trl-project/trl/internal/terminput"
 	"github.com/trl-project/trl/metrics"
 	"github.com/trl-project/trl/policy"
 	"github.com/trl-project/trl/protocol"
@@ -62,66 +60,9 @@ func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string) (
 }
 
 // shells are the programs whose prompt takes command lines: what is typed
-// into one waiting for input is checked as a command line.
-var shells = map[string]bool{"sh": true, "dash": true, "bash": true, "zsh": true, "ksh": true, "mksh": true, "busybox": true, "ash": true, "fish": true}
-
-// admitInput checks the lines typed into a shell that waits at its prompt
-// (a nested `bash`): each line ended by the input (a newline or an Enter
-// key) is checked as exec.run would check it. A denied line is refused
-// with nothing typed; one the policy would ask about is refused too, with
-// the way to get it approved (run it with exec.run, where it can wait for
-// a person). Secret input (a password) is never a command line.
-func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminput.Item, secret bool) error {
-	if secret || rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
-		return nil
-	}
-	in, _ := rt.inputWait(c)
-	s := c.Session()
-	if in == nil || !shells[in.Reader.Comm] || in.Reader.PID == s.Info().PID {
-		// Not a shell at its prompt: the session's own shell reading is a
-		// `read` builtin of the command, whose input is data.
-		return nil
-	}
-	var line strings.Builder
-	var lines []string
-	for _, it := range items {
-		switch {
-		case it.Kind == terminput.Text || it.Kind == terminput.Paste:
-			for _, r := range it.Value {
-				if r == '\n' || r == '\r' {
-					lines = append(lines, line.String())
-					line.Reset()
-					continue
-				}
-				line.WriteRune(r)
-			}
-		case it.Kind == terminput.Key && (it.Value == "Enter" || it.Value == "C-m" || it.Value == "C-j"):
-			lines = append(lines, line.String())
-			line.Reset()
-		}
-	}
-	caller := protocol.CallerFrom(ctx)
-	for _, l := range lines {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		d := rt.opts.Policy.Evaluate(policy.Input{Line: l, Cwd: s.Info().WorkingDir, Session: sessionName(s), Actor: caller.Actor})
-		var msg string
-		switch d.Action {
-		case policy.Deny:
-			msg = "the command policy denies this line typed into " + in.Reader.Comm + " (" + d.RuleName + "): " + d.Reason + "; nothing was typed"
-		case policy.Ask:
-			msg = "this line typed into " + in.Reader.Comm + " needs a person's approval (" + d.RuleName + ": " + d.Reason + "); nothing was typed. Leave the nested shell and run it with exec.run, where it can wait for an approval"
-		default:
-			continue
-		}
-		rt.auditDecision(s, caller.Actor, l, d, "denied", nil)
-		metrics.Get().PolicyDecision(d.Action.String(), "denied")
-		return &protocol.Error{Code: protocol.CodeCommandDenied, Message: msg,
-			Data: protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command}}
-	}
-	return nil
-}
+// into one waiting for input is checked as command lines (typed.go).
+var shells = map[string]bool{"sh": true, "dash": true, "bash": true, "zsh": true, "ksh": true, "mksh": true, "busybox": true, "ash": true, "fish": true,
+	"rbash": true, "ksh93": true, "csh": true, "tcsh": true, "yash": true, "posh": true}
 
 func sessionName(s *session.Session) string {
 	if n := s.Name(); n != "" {

@@ -441,3 +441,91 @@ func TestApprovalWithdrawnWhenTheSessionGoes(t *testing.T) {
 	assert.False(t, in.Outcome.Approved())
 	assert.Contains(t, in.Outcome.Reason, "session")
 }
+
+// TestTypedLinesCheckedAsTheShellRunsThem: every way the helpers typed a
+// denied line into a nested shell past the check is refused, with the
+// marker file still there after each: a backslash continuation in one
+// call, a line begun in one call and ended in the next, a DEL the
+// terminal applies, secret input, a shell put in place of the session's
+// with exec, and text typed ahead while the nested shell runs a command.
+// A line a person could type still runs, and C-c throws a kept line away.
+func TestTypedLinesCheckedAsTheShellRunsThem(t *testing.T) {
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for the nested shell:", err)
+	}
+	rt := policyRuntime(t, time.Minute)
+	mark := filepath.Join(t.TempDir(), "marker")
+	require.NoError(t, os.WriteFile(mark, []byte("x"), 0o600))
+	denied := func(what string, err error) {
+		t.Helper()
+		require.Error(t, err, what)
+		assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code, "%s: %v", what, err)
+		_, statErr := os.Stat(mark)
+		require.NoError(t, statErr, "%s: the marker was removed", what)
+	}
+	typeIn := func(id string, in ...protocol.InputItem) (protocol.ExecStatus, error) {
+		return rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: id, Input: protocol.InputList(in)})
+	}
+	for _, nested := range []string{"bash --norc --noprofile -i", "bash --norc --noprofile"} {
+		t.Run(nested, func(t *testing.T) {
+			st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &nested})
+			require.NoError(t, err)
+			require.Equal(t, protocol.StateWaitingInput, st.State)
+			id := st.ExecID
+
+			_, err = typeIn(id, protocol.Text("rm \\\n -f "+mark+"\n"))
+			denied("a backslash continuation", err)
+			_, err = typeIn(id, protocol.Text("r"), protocol.Text("m -f "+mark))
+			require.NoError(t, err, "no line ended: nothing runs yet")
+			_, err = typeIn(id, protocol.Key("Enter"))
+			denied("a line ended in a later call", err)
+			_, err = typeIn(id, protocol.Key("C-u"))
+			require.NoError(t, err, "C-u throws the line away")
+			_, err = typeIn(id, protocol.Text("rx\x7fm -f "+mark+"\n"))
+			denied("a DEL the terminal applies", err)
+			_, err = rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: id, Input: protocol.InputList{protocol.Text("rm -f " + mark + "\n")}, Secret: true})
+			denied("secret input", err)
+			_, err = typeIn(id, protocol.Key("Up"), protocol.Key("Enter"))
+			denied("a history key", err)
+			ok, err := rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: id, Input: protocol.InputList{protocol.Text("echo \\\n typed-$((1+1))\n")}, Until: &[]string{"match:typed-2"}})
+			require.NoError(t, err, "a continued line that is allowed")
+			assert.Contains(t, ok.Stdout, "typed-2")
+
+			_, err = typeIn(id, protocol.Text("sleep 1\n"))
+			require.NoError(t, err)
+			_, err = typeIn(id, protocol.Text("rm -f "+mark+"\n"))
+			denied("typed ahead while the nested shell runs sleep", err)
+
+			_, err = typeIn(id, protocol.Text("for f in "+mark+"; do\n"))
+			require.NoError(t, err, "an open block runs nothing yet")
+			_, err = typeIn(id, protocol.Text("rm -f \"$f\"; done\n"))
+			denied("the block the last line completes", err)
+			if strings.HasSuffix(nested, "-i") {
+				_, err = typeIn(id, protocol.Key("C-c"), protocol.Text("echo x\n"))
+				denied("text after C-c in one call, which the shell may read before the signal", err)
+				_, err = typeIn(id, protocol.Key("C-c"))
+				require.NoError(t, err)
+				ok, err = rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: id, Input: protocol.InputList{protocol.Text("echo after-$((2+1))\n")}, Until: &[]string{"match:after-3"}})
+				require.NoError(t, err, "C-c threw the open block away")
+				assert.Contains(t, ok.Stdout, "after-3", "%+v", ok)
+			}
+
+			_, err = rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: id, Signal: "KILL"})
+			require.NoError(t, err)
+			_, err = rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: id, Until: &[]string{}})
+			require.NoError(t, err)
+		})
+	}
+	t.Run("exec bash", func(t *testing.T) {
+		s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/sh"})
+		require.NoError(t, err)
+		line := "exec bash --norc --noprofile -i"
+		st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: s.SessionID, Command: &line})
+		require.NoError(t, err)
+		require.Equal(t, protocol.StateWaitingInput, st.State)
+		_, err = typeIn(st.ExecID, protocol.Text("rm -f "+mark+"\n"))
+		denied("a shell in place of the session's", err)
+		_, err = rt.SessionDestroy(agentCtx(), protocol.SessionDestroyParams{SessionID: s.SessionID, Force: true})
+		require.NoError(t, err)
+	})
+}

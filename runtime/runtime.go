@@ -55,6 +55,11 @@ type Runtime struct {
 	mu      sync.Mutex
 	closing bool
 	calls   sync.WaitGroup
+
+	// typed is what was typed under a policy where a shell would run it,
+	// per command, that the shell has not run yet (typed.go).
+	typedMu sync.Mutex
+	typed   map[*exec.Job]typedText
 }
 
 // New returns a Runtime with no sessions.
@@ -70,6 +75,7 @@ func New(opts Options) *Runtime {
 		sessions: session.NewManager(opts.Sessions),
 		jobs:     exec.NewRegistry(opts.Commands),
 		started:  time.Now(),
+		typed:    map[*exec.Job]typedText{},
 	}
 	if opts.Audit != nil {
 		rt.audit = *opts.Audit

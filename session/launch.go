@@ -339,7 +339,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		s.removeGroups()
 		return fail(errorf(ErrStart, "the shell did not start: start %s: %v", s.cfg.Shell, err))
 	}
-	s.proc, s.pid = proc, proc.Pid
+	s.proc, s.pid, s.argv = proc, proc.Pid, argv
 	s.shellExe, _ = os.Readlink("/proc/" + strconv.Itoa(proc.Pid) + "/exe")
 	unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &s.noFile)
 

@@ -86,6 +86,8 @@ type Session struct {
 	v1            *v1Groups // the session's cgroup v1 groups, when its limits are set there
 	lim           limiter   // where its limits are set and its usage read: cg, v1 or nil
 	enterErr      error     // the shell could not be moved into v1 (launch)
+	// argv is the shell's command line as trl started it (Replaced).
+	argv []string
 	// shellExe is the shell's program as /proc/<pid>/exe names it
 	// (runsShellImage).
 	shellExe string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -211,6 +212,19 @@ func (s *Session) recheck(job *Line, sent int, sig unix.Signal, preExec bool) {
 func (s *Session) runsShellImage(pid int) bool {
 	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 	return err == nil && exe == s.shellExe
+}
+
+// Replaced reports whether the session's shell process now runs another
+// program image or command line than trl started (a command ran `exec
+// bash`): what reads the terminal at the shell's pid is then no `read`
+// builtin of trl's shell but a shell at its own prompt. An exec of the
+// very same program and arguments is not seen.
+func (s *Session) Replaced() bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	return !s.runsShellImage(s.pid) || string(b) != strings.Join(s.argv, "\x00")+"\x00"
 }
 
 // shellSettle is how long after a line's start record the shell may be
