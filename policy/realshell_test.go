@@ -121,6 +121,22 @@ var probeLines = []struct {
 	{"trl\\\nprobe", true},
 	{"${SHELL:-sh} -c trlprobe", true},
 	{"PATH=/nowhere:$PATH trlprobe", true},
+	// What a reviewer ran past the policy: the shell's own syntax and
+	// builtins that run a string later.
+	{"trap -- trlprobe EXIT", true},
+	{"trap -- 'trlprobe' ERR; false", true},
+	{"PS4='$(trlprobe)'; set -x; true", true},
+	{"PROMPT_COMMAND=trlprobe", false}, // run by an interactive bash
+	{"PS0='$(trlprobe)'", false},
+	{"export BASH_ENV=./cmds; bash -c true", true},
+	{"x='a[$(trlprobe)]'; (( x ))", true},
+	{"x='a[$(trlprobe)]'; echo $((x))", true},
+	{"test -v 'a[$(trlprobe)]'", true},
+	{"x=a[\\$\\(trlprobe\\)]; (( x ))", true},
+	{"mapfile -C 'trlprobe #' -c 1 <<< a", true},
+	{"compgen -C trlprobe x", true},
+	{"history -s trlprobe; fc -s trlprobe", true},
+	{"rbash -c trlprobe", true}, // Debian's bash package has rbash
 	// zsh: run by zsh only.
 	{"=trlprobe", false},
 	{"noglob trlprobe", false},

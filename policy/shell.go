@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -101,6 +102,7 @@ func (s *scanner) file(f *syntax.File, src string, depth int) {
 				}
 			}
 		case *syntax.CallExpr:
+			s.assigns(st, src, c.Assigns)
 			if len(c.Args) > 0 {
 				end := c.End().Offset()
 				for _, r := range st.Redirs {
@@ -109,9 +111,51 @@ func (s *scanner) file(f *syntax.File, src string, depth int) {
 				x := &call{src: src, stmt: st, end: end, piped: piped[st], depth: depth}
 				s.words(x, c.Args)
 			}
+		case *syntax.DeclClause:
+			s.assigns(st, src, c.Args)
 		}
 		return true
 	})
+	// A string evaluated later as arithmetic or as a variable's name runs
+	// the command substitutions of its array subscripts:
+	// x='a[$(rm f)]'; (( x )) runs rm, as do $((x)), test -v, read,
+	// printf -v and declare -n with such a string.
+	syntax.Walk(f, func(n syntax.Node) bool {
+		var v string
+		switch p := n.(type) {
+		case *syntax.SglQuoted:
+			v = p.Value
+		case *syntax.Lit:
+			v = strings.ReplaceAll(p.Value, `\`, "")
+		default:
+			return true
+		}
+		if m := subscriptSubst.FindString(v); m != "" {
+			s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("a string holds a command substitution in an array subscript (%s), which bash runs where the string is evaluated as arithmetic or a name", clipWord(m))})
+		}
+		return true
+	})
+}
+
+// subscriptSubst finds a command substitution inside an array subscript.
+var subscriptSubst = regexp.MustCompile(`\[[^\]]*(\$\(|` + "`" + `)`)
+
+// laterRun are the variables whose value the shell runs as commands
+// later (a prompt's expansions, PROMPT_COMMAND, the file a non-interactive
+// bash or sh sources at start).
+var laterRun = map[string]bool{
+	"PROMPT_COMMAND": true, "PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true,
+	"BASH_ENV": true, "ENV": true, "PROMPT": true, "RPROMPT": true, "RPS1": true, "PROMPT2": true, "PROMPT4": true,
+}
+
+// assigns records an assignment to a variable the shell later runs as
+// commands: what it runs then is not this line's to know.
+func (s *scanner) assigns(st *syntax.Stmt, src string, as []*syntax.Assign) {
+	for _, a := range as {
+		if a.Name != nil && laterRun[a.Name.Value] {
+			s.cmds = append(s.cmds, command{text: src, unknown: a.Name.Value + " is set here, and the shell runs its value as commands later"})
+		}
+	}
 }
 
 // call is what looking at one simple command needs besides its words.
@@ -205,6 +249,13 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 			}
 		}
 	case "trap":
+		if len(args) > 0 {
+			if v, ok := literal(args[0]); ok && v == "--" {
+				args = args[1:] // the action follows
+			} else if ok && (v == "-p" || v == "-l" || v == "-lp" || v == "-pl") {
+				return ""
+			}
+		}
 		if len(args) == 0 {
 			return ""
 		}
@@ -212,10 +263,29 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 		switch {
 		case !ok:
 			return "a trap whose commands are known only when the line runs"
-		case v == "-" || v == "" || strings.HasPrefix(v, "-"):
+		case v == "-" || v == "":
 		default:
+			// A number or a signal name alone resets; anything else is a
+			// script (an option here is refused by the shell).
 			s.script(v, x.depth+1)
 		}
+	case "mapfile", "readarray", "compgen", "complete":
+		for _, w := range args {
+			v, ok := literal(w)
+			if !ok {
+				return prog + " with an argument known only when the line runs (-C or -F would run it)"
+			}
+			if strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.ContainsAny(v, "CF") {
+				return prog + " -C or -F runs a command or function given as a string"
+			}
+		}
+	case "fc":
+		for _, w := range args {
+			if v, ok := literal(w); ok && strings.HasPrefix(v, "-") && strings.Contains(v, "l") {
+				return "" // fc -l lists
+			}
+		}
+		return "fc runs commands from the shell's history"
 	case "find":
 		s.findExec(x, args)
 	case "hash":

@@ -160,7 +160,7 @@ func isDigits(s string) bool {
 
 func isShell(prog string) bool {
 	switch prog {
-	case "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh":
+	case "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "ksh93", "csh", "tcsh", "fish":
 		return true
 	}
 	return false
