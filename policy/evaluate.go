@@ -7,9 +7,15 @@ import "fmt"
 // action when what it runs cannot be known and no rule matches it; the
 // strictest action wins, the first command to reach it is the one named.
 func (p *Policy) Evaluate(in Input) Decision {
-	s := scanner{cmds: make([]command, 0, 8)}
+	s := scanner{cmds: make([]command, 0, 8), aliases: in.Aliases}
 	s.script(in.Line, 0)
+	best := p.evaluate(&s, in)
+	best.Aliases = s.defined
+	return best
+}
 
+// evaluate is the decision for the commands s found in in's line.
+func (p *Policy) evaluate(s *scanner, in Input) Decision {
 	var best Decision
 	for i := range s.cmds {
 		d := p.decide(&s.cmds[i], &in)

@@ -70,6 +70,10 @@ type Input struct {
 	Session string
 	// Actor is who sent the line, as the transport authenticated it.
 	Actor string
+	// Aliases are the session's aliases from earlier lines (and from a
+	// state it was given): where the line uses one, its value is checked
+	// as the shell will run it. Not modified.
+	Aliases map[string]string
 }
 
 // Decision is the policy's answer for one line.
@@ -89,6 +93,9 @@ type Decision struct {
 	// Command is the simple command that decided, as written (for a
 	// command inside `bash -c '…'`, the inner text).
 	Command string
+	// Aliases are the aliases the line defines (with literal values):
+	// the next lines' Input.Aliases, once it has run.
+	Aliases map[string]string
 }
 
 // Evaluator holds the policy in force and swaps it atomically, so that a

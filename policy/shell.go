@@ -2,8 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -49,9 +51,14 @@ var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant
 // scanner collects the simple commands of a line.
 type scanner struct {
 	cmds []command
-	// aliases defined earlier in the line: their values are looked at
-	// where the alias is used.
+	// aliases of the session's earlier lines (Input.Aliases) and defined
+	// earlier in the line: their values are looked at where the alias is
+	// used. Copied before the line's own are added.
 	aliases map[string]string
+	// defined are the aliases the line defines.
+	defined map[string]string
+	// expanding are the aliases whose values are being looked at.
+	expanding []string
 	// scripts counts the scripts parsed, against maxScripts.
 	scripts int
 }
@@ -214,14 +221,17 @@ func (s *scanner) wordsUpTo(x *call, words []*syntax.Word, end uint) {
 // command's effect cannot be known, or "".
 func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end uint) string {
 	args := words[1:]
-	if v, ok := s.aliases[prog]; ok {
+	if v, ok := s.aliases[prog]; ok && !slices.Contains(s.expanding, prog) {
 		// Bash expands an alias defined earlier on the same line only on
-		// later lines; both readings are checked.
+		// later lines; both readings are checked. Within its own value an
+		// alias is not expanded again (`alias ls='ls -F'`).
 		rest := ""
 		if len(args) > 0 {
 			rest = " " + x.text(args[0], end)
 		}
+		s.expanding = append(s.expanding, prog)
 		s.script(v+rest, x.depth+1)
+		s.expanding = s.expanding[:len(s.expanding)-1]
 	}
 	switch prog {
 	case "eval":
@@ -240,10 +250,14 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 				return "an alias whose value is known only when the line runs"
 			}
 			if name, val, ok := strings.Cut(v, "="); ok {
-				if s.aliases == nil {
-					s.aliases = map[string]string{}
+				if s.defined == nil {
+					s.defined = map[string]string{}
+					s.aliases = maps.Clone(s.aliases)
+					if s.aliases == nil {
+						s.aliases = map[string]string{}
+					}
 				}
-				s.aliases[name] = val
+				s.aliases[name], s.defined[name] = val, val
 				// Checked where it is defined: a later line may use it.
 				s.script(val, x.depth+1)
 			}

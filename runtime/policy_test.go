@@ -529,3 +529,43 @@ func TestTypedLinesCheckedAsTheShellRunsThem(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// TestAliasesCheckedOnLaterLines: an alias defined by one line, or given
+// to the session in its state, is checked with its value where a later
+// line uses it (`alias s=env`, then `s rm F`, removed F before); an alias
+// that uses its own name (`alias ls='ls -F'`) is still allowed.
+func TestAliasesCheckedOnLaterLines(t *testing.T) {
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash:", err)
+	}
+	rt := policyRuntime(t, time.Minute)
+	mark := filepath.Join(t.TempDir(), "marker")
+	require.NoError(t, os.WriteFile(mark, []byte("x"), 0o600))
+	run := func(id, line string) (protocol.ExecStatus, error) {
+		return rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: id, Command: &line})
+	}
+	for _, shell := range []string{"/bin/sh", "/bin/bash"} {
+		s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: shell})
+		require.NoError(t, err)
+		_, err = run(s.SessionID, "alias s=env; alias ls='ls -F'")
+		require.NoError(t, err)
+		_, err = run(s.SessionID, "s rm -f "+mark)
+		require.Error(t, err, shell)
+		assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code, shell)
+		st, err := run(s.SessionID, "ls -d /")
+		require.NoError(t, err, shell)
+		assert.Equal(t, "//\n", st.Stdout, "%s: the alias ran", shell)
+	}
+	s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/bash",
+		State: &protocol.ShellState{Shell: "bash", Aliases: map[string]string{"tidy": "rm -f " + mark}}})
+	require.NoError(t, err)
+	_, err = run(s.SessionID, "tidy")
+	require.Error(t, err, "an alias the session's state gave it")
+	assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code)
+	f, err := rt.SessionFork(agentCtx(), protocol.SessionForkParams{SessionID: s.SessionID})
+	require.NoError(t, err)
+	_, err = run(f.SessionID, "tidy")
+	require.Error(t, err, "an alias a fork carried")
+	_, statErr := os.Stat(mark)
+	assert.NoError(t, statErr, "the marker is still there")
+}

@@ -186,7 +186,7 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 	caller := protocol.CallerFrom(ctx)
 	s := c.Session()
 	for _, l := range stmts {
-		d := rt.opts.Policy.Evaluate(policy.Input{Line: l, Cwd: s.Info().WorkingDir, Session: sessionName(s), Actor: caller.Actor})
+		d := rt.opts.Policy.Evaluate(policy.Input{Line: l, Cwd: s.Info().WorkingDir, Session: sessionName(s), Actor: caller.Actor, Aliases: s.Aliases()})
 		var msg string
 		switch d.Action {
 		case policy.Deny:

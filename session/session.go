@@ -88,6 +88,8 @@ type Session struct {
 	enterErr      error     // the shell could not be moved into v1 (launch)
 	// argv is the shell's command line as trl started it (Replaced).
 	argv []string
+	// aliases, under mu: Aliases. Replaced, never modified.
+	aliases map[string]string
 	// shellExe is the shell's program as /proc/<pid>/exe names it
 	// (runsShellImage).
 	shellExe string
@@ -562,6 +564,32 @@ func (s *Session) ID() string { return s.id }
 
 // Name is the session's name ("" when it has none).
 func (s *Session) Name() string { return s.cfg.Name }
+
+// Aliases are the shell's aliases as far as trl has seen them defined: by
+// a state the session started with, and by the command lines the policy
+// looked at (NoteAliases). The map is never modified once returned.
+func (s *Session) Aliases() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.aliases
+}
+
+// NoteAliases adds aliases the shell has been given.
+func (s *Session) NoteAliases(m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]string, len(s.aliases)+len(m))
+	for k, v := range s.aliases {
+		next[k] = v
+	}
+	for k, v := range m {
+		next[k] = v
+	}
+	s.aliases = next
+}
 
 // Cwd is the shell's working directory as its last prompt record told
 // it: while a command runs, the directory that command started in.

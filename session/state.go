@@ -433,6 +433,7 @@ func (s *Session) startWithState(cfg Config, opts Options) error {
 		}
 		var script string
 		if err == nil {
+			s.NoteAliases(st.Aliases)
 			script, err = s.prepareApply(st)
 		}
 		if err == nil {
