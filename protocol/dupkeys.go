@@ -1,7 +1,13 @@
 package protocol
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // duplicateKey returns the first key that appears twice in one object of
-// msg, which must be valid JSON (json.Unmarshal accepted it). encoding/json
+// msg, escapes decoded ("comm\u0061nd" is command); msg must be valid
+// JSON (json.Unmarshal accepted it). encoding/json
 // keeps the last of duplicate keys, so {"command":"ls","command":"rm -rf
 // ~"} would run what a reviewer of the first key did not read; trl refuses
 // such a request instead. It scans without allocating for objects of up to
@@ -42,7 +48,7 @@ func duplicateKey(msg []byte) (string, bool) {
 			}
 			j = min(j, len(msg))
 			if expectKey && len(stack) > 0 {
-				key := string(msg[i+1 : j]) // escaped form: a key spelt two ways is left to json
+				key := unescapedKey(msg, i, j)
 				f := &stack[len(stack)-1]
 				for _, k := range f.keys {
 					if k == key {
@@ -56,4 +62,51 @@ func duplicateKey(msg []byte) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// unescapedKey is the key quoted at msg[open:end+1] as json reads it: a
+// key with an escape is decoded (it costs an allocation, only then).
+func unescapedKey(msg []byte, open, end int) string {
+	raw := msg[open+1 : end]
+	if bytes.IndexByte(raw, '\\') < 0 || end >= len(msg) {
+		return string(raw)
+	}
+	var k string
+	if json.Unmarshal(msg[open:end+1], &k) != nil {
+		return string(raw)
+	}
+	return k
+}
+
+// topKeys calls fn with each key of the JSON object obj (not of the
+// objects inside it), escapes decoded, until fn returns false. obj must
+// be valid JSON.
+func topKeys(obj []byte, fn func(key string) bool) {
+	depth := 0
+	expectKey := false
+	for i := 0; i < len(obj); i++ {
+		switch obj[i] {
+		case '{', '[':
+			depth++
+			expectKey = depth == 1 && obj[i] == '{'
+		case '}', ']':
+			depth--
+			expectKey = false
+		case ',':
+			expectKey = depth == 1
+		case '"':
+			j := i + 1
+			for ; j < len(obj) && obj[j] != '"'; j++ {
+				if obj[j] == '\\' {
+					j++
+				}
+			}
+			j = min(j, len(obj))
+			if expectKey && !fn(unescapedKey(obj, i, j)) {
+				return
+			}
+			expectKey = false
+			i = j
+		}
+	}
 }

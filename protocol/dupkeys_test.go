@@ -15,6 +15,8 @@ func TestDuplicateKeysRefused(t *testing.T) {
 		{`{"id":1,"id":2,"method":"system.ping"}`, "id"},
 		{`{"id":1,"method":"x","params":{"env":{"A":"1","A":"2"}}}`, "A"},
 		{`{"id":1,"method":"x","params":{"input":[{"key":"Enter","key":"Tab"}]}}`, "key"},
+		// A key spelt with an escape is the same key to encoding/json.
+		{`{"id":1,"method":"exec.run","params":{"command":"echo FIRST","comm\u0061nd":"echo SECOND"}}`, "command"},
 	} {
 		req, err := Decode([]byte(tc.msg))
 		if assert.NotNil(t, err, tc.msg) {
@@ -39,4 +41,20 @@ func FuzzDuplicateKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = duplicateKey(b) // never panics, whatever it is given
 	})
+}
+
+// TestParamNamedInAnotherCase: encoding/json takes "COMMAND" for the
+// field command, so {"command":…,"COMMAND":…} ran the second; a parameter
+// must now be named exactly, and the error says which name was meant.
+func TestParamNamedInAnotherCase(t *testing.T) {
+	var p ExecParams
+	err := DecodeParams([]byte(`{"command":"echo FIRST","COMMAND":"echo SECOND"}`), &p)
+	if assert.Error(t, err) {
+		assert.Equal(t, CodeInvalidParams, AsError(err).Code)
+		assert.Contains(t, err.Error(), "COMMAND")
+		assert.Contains(t, err.Error(), "command")
+	}
+	assert.Error(t, DecodeParams([]byte(`{"Command":"ls"}`), &p))
+	assert.NoError(t, DecodeParams([]byte(`{"command":"ls","env":{"PATH":"/bin","path":"x"}}`), &p), "map keys keep their case")
+	assert.Equal(t, map[string]string{"PATH": "/bin", "path": "x"}, p.Env)
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/trl-project/trl/internal/suggest"
 )
@@ -65,8 +66,74 @@ func DecodeParams(raw json.RawMessage, dst any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return Errorf(CodeInvalidParams, "params: unexpected data after the object")
 	}
+	// encoding/json also takes a name that differs from a field's only in
+	// case ("COMMAND" is command), so {"command":"ls","COMMAND":"rm -rf
+	// ~"} ran what a reader of the first took for a duplicate the
+	// request would be refused for. A parameter is named exactly.
+	exact := exactNames(reflect.TypeOf(dst))
+	var inexact string
+	topKeys(raw, func(k string) bool {
+		if exact == nil {
+			return false
+		}
+		if !exact[k] {
+			inexact = k
+		}
+		return inexact == ""
+	})
+	if inexact != "" {
+		return unknownParam(inexact, paramNames(reflect.TypeOf(dst)))
+	}
 	return nil
 }
+
+// exactNames is the set of paramNames of t, made once per type; nil
+// (no check) for a type that is no struct or decodes itself.
+func exactNames(t reflect.Type) map[string]bool {
+	if m, ok := exactCache.Load(t); ok {
+		return m.(map[string]bool)
+	}
+	var m map[string]bool
+	st := t
+	for st.Kind() == reflect.Pointer {
+		st = st.Elem()
+	}
+	if st.Kind() == reflect.Struct && !reflect.PointerTo(st).Implements(unmarshaler) && tagged(st) {
+		m = map[string]bool{}
+		for _, n := range paramNames(t) {
+			m[n] = true
+		}
+	}
+	exactCache.Store(t, m)
+	return m
+}
+
+// tagged reports whether every exported field of struct t names its
+// parameter in a json tag: an untagged field is named by its Go name in
+// any case, as encoding/json reads it.
+func tagged(t reflect.Type) bool {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		switch {
+		case f.Anonymous && f.Tag.Get("json") == "":
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && !tagged(ft) {
+				return false
+			}
+		case f.IsExported() && f.Tag.Get("json") == "":
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	exactCache  sync.Map // reflect.Type → map[string]bool
+	unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+)
 
 func paramsError(err error) *Error {
 	var own *Error
