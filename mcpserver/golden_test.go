@@ -133,6 +133,9 @@ func TestGolden(t *testing.T) {
 	lostFrom := kept[0].(map[string]any)["offset"].(float64) + kept[0].(map[string]any)["bytes"].(float64)
 	call("inside the lost part", "read_output", map[string]any{"exec_id": bid, "offset": lostFrom + 5, "max_bytes": 64})
 	call("an unknown command", "read_output", map[string]any{"exec_id": "x-0000000000000000"})
+	call("the default session's shell exits", "run", map[string]any{"command": "cd /usr; exit 4"})
+	call("a run after the default shell's exit", "run", map[string]any{"command": "pwd"})
+	call("a session named by an id that is gone", "run", map[string]any{"session": "s-0123456789ab", "command": "pwd"})
 
 	call("a named session", "session_create", map[string]any{"name": "work", "shell": "/bin/sh", "working_dir": "/tmp"})
 	call("a name in use", "session_create", map[string]any{"name": "work"})

@@ -63,7 +63,9 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, in RunInput)
 		return toolError(err), nil, nil
 	}
 	v := s.status(s.ctx(ctx), st)
-	v.SessionCreated, v.renewed = created, renewed
+	// The daemon started the default session anew for this command (its
+	// shell had exited): as a named session's renewal, it is said.
+	v.SessionCreated, v.renewed = created, renewed || st.NewSession
 	v.renewable = in.Session == "" || in.Session != st.SessionID
 	return result(v.text(), v), nil, nil
 }

@@ -315,6 +315,12 @@ func normalize(cfg *Config) error {
 	if len(cfg.Name) > 128 || !utf8.ValidString(cfg.Name) || strings.ContainsFunc(cfg.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return errorf(ErrInvalid, "name must be at most 128 bytes of printable UTF-8")
 	}
+	if idShaped(cfg.Name) {
+		// A client that names a session it has lost by its id (destroyed,
+		// or of a daemon that restarted) would get a new one under that
+		// name, and later read it for the old.
+		return errorf(ErrInvalid, "%s has the form of a session id (s- and 12 hex digits), which no name may have: no session has that id now (it ended, or belongs to another daemon); create one with another name", cfg.Name)
+	}
 	if cfg.Timeout < 0 {
 		return errorf(ErrInvalid, "timeout_s must not be negative")
 	}

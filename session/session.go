@@ -7,6 +7,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -247,6 +248,16 @@ func NewID(prefix string, n int) string {
 	idSource.r.Read(b)
 	idSource.Unlock()
 	return prefix + hex.EncodeToString(b)
+}
+
+// idShaped reports whether name has the form NewID("s-", 6) gives a
+// session's id.
+func idShaped(name string) bool {
+	if len(name) != 14 || !strings.HasPrefix(name, "s-") {
+		return false
+	}
+	_, err := hex.DecodeString(name[2:])
+	return err == nil && strings.ToLower(name) == name
 }
 
 // idSource draws ids from a ChaCha8 stream (a cryptographically strong

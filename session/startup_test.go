@@ -145,3 +145,18 @@ func TestEndCauses(t *testing.T) {
 	m2.CloseAll()
 	assert.ErrorIs(t, s.EndCause(), ErrShutdown)
 }
+
+// TestNameShapedLikeIDRefused: no session may be named like a session id,
+// so a client naming a destroyed session by its id gets an error, not a
+// fresh session under that name (MCP's run did that).
+func TestNameShapedLikeIDRefused(t *testing.T) {
+	m := newManager(t)
+	_, err := m.Create(Config{Name: "s-05fe6cf0381f"})
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "form of a session id")
+	for _, ok := range []string{"s-05FE6CF0381F", "s-05fe6cf0381", "s-build", "x-05fe6cf0381f"} {
+		s, err := m.Create(Config{Name: ok})
+		require.NoError(t, err, ok)
+		m.Destroy(s.ID(), true)
+	}
+}
