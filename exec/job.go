@@ -115,7 +115,7 @@ func (r Request) Validate() error {
 	if strings.ContainsRune(r.Command, 0) {
 		return errorf(ErrInvalid, "command contains a NUL byte, which no shell can run")
 	}
-	if err := session.CheckEnv(r.Env); err != nil {
+	if err := session.CheckCommandEnv(r.Env); err != nil {
 		return errorf(ErrInvalid, "%s", err)
 	}
 	if r.Timeout < 0 {

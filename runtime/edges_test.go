@@ -47,6 +47,17 @@ func TestValidationEdges(t *testing.T) {
 	_, perr = callJSON(t, rt, "session.create", map[string]any{"env": map[string]string{"TRL_AUTH_TOKEN": "x"}})
 	require.NotNil(t, perr)
 	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+
+	// So is the shell's prompt, for a command as for a session: dash
+	// refused the line ("PS1: is read only"), bash ignored it and showed
+	// trl's prompt record to `echo $PS1`.
+	for _, shell := range []string{"/bin/sh", "/bin/bash"} {
+		sid := mustCall(t, rt, "session.create", map[string]any{"shell": shell})["session_id"].(string)
+		_, perr = callJSON(t, rt, "exec.run", map[string]any{"session_id": sid, "command": "echo $PS1", "env": map[string]string{"PS1": "x"}})
+		require.NotNil(t, perr, shell)
+		assert.Equal(t, protocol.CodeInvalidParams, perr.Code, shell)
+		assert.Contains(t, perr.Message, "env PS1=... program", shell)
+	}
 }
 
 func TestReadAdvancesAndRefusesPastTheEnd(t *testing.T) {

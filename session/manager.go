@@ -353,6 +353,22 @@ func CheckEnv(env map[string]string) error {
 	return nil
 }
 
+// CheckCommandEnv checks a command's own variables (exec.run's env): as
+// CheckEnv, and none of the variables that are trl's shell's own (its
+// prompt is read-only: dash refused the line, and bash ignored the
+// assignment and showed trl's prompt record to `echo $PS1`).
+func CheckCommandEnv(env map[string]string) error {
+	if err := CheckEnv(env); err != nil {
+		return err
+	}
+	for k := range env {
+		if shellState[k] {
+			return errorf(ErrInvalid, "env %s is trl's shell's own and cannot be set for a command; to give a program one, set it in the command: env %s=... program", k, k)
+		}
+	}
+	return nil
+}
+
 func isIdentifier(s string) bool {
 	if s == "" {
 		return false
