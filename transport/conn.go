@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,8 +43,12 @@ type ConnOptions struct {
 	// Actor is passed to every Call, for the audit log.
 	Actor string
 	// Sequential handles requests one at a time in arrival order, each
-	// finished with its notifications before the next message is read
-	// (stdio's contract). MaxInFlight does not apply.
+	// finished with its notifications before the next starts (stdio's
+	// contract), and every request read is answered before the end.
+	// MaxInFlight does not apply. Messages are read ahead meanwhile, so
+	// that an exec.input or exec.cancel naming its command's exec_id is
+	// handled as it is read (atOnce): a command waiting for input would
+	// otherwise hold up the very request that answers it, for ever.
 	Sequential bool
 	// Logger receives handler panics and write failures; the zero value
 	// logs nothing.
@@ -98,7 +103,7 @@ type conn struct {
 	wg     sync.WaitGroup
 	// backlog holds requests waiting for a slot; its one consumer
 	// (drain) ends when the reader closes it.
-	backlog     chan *protocol.Request
+	backlog     chan queued
 	backlogOnce sync.Once
 	// idle hands a request to a worker waiting for one (start).
 	idle    chan *protocol.Request
@@ -138,7 +143,7 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		w:      w,
 		closer: closer,
 	}
-	c.backlog, c.drained = make(chan *protocol.Request, opts.Backlog), make(chan struct{})
+	c.backlog, c.drained = make(chan queued, opts.Backlog), make(chan struct{})
 	c.idle = make(chan *protocol.Request)
 	go c.drain()
 	// The reader can only be woken from a blocked Read by closing, so a
@@ -153,7 +158,7 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 	for {
 		msg, err := fr.Next()
 		if errors.Is(err, ErrTooLarge) {
-			c.write(protocol.EncodeError(&protocol.Request{}, protocol.Errorf(protocol.CodeLimitExceeded,
+			c.answer(protocol.EncodeError(&protocol.Request{}, protocol.Errorf(protocol.CodeLimitExceeded,
 				"message is larger than the limit of %d bytes; it was skipped up to the end of its line", opts.MaxMessageBytes)))
 			continue
 		}
@@ -166,6 +171,12 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		c.dispatch(msg)
 	}
 
+	if opts.Sequential && parent.Err() == nil {
+		// Every request read is answered, in order, before the end.
+		c.endBacklog()
+		<-c.drained
+		c.wg.Wait()
+	}
 	switch {
 	case parent.Err() != nil:
 		// ctx already ended with the parent's cause (ErrServerStopped
@@ -239,15 +250,16 @@ func (c *conn) close() {
 func (c *conn) dispatch(msg []byte) {
 	req, perr := protocol.Decode(msg)
 	if perr != nil {
-		c.write(protocol.EncodeError(req, perr))
+		c.answer(protocol.EncodeError(req, perr))
 		return
 	}
-	if c.opts.Sequential {
-		c.run(req)
+	if c.opts.Sequential && !atOnce(req) {
+		c.queue(queued{req: req})
 		return
 	}
-	if req.Method == protocol.MethodExecCancel {
-		// A cancel must not wait in line behind what it cancels.
+	if req.Method == protocol.MethodExecCancel || c.opts.Sequential {
+		// A cancel must not wait in line behind what it cancels (nor, in
+		// a sequential connection, an input: atOnce).
 		c.wg.Go(func() { c.run(req) })
 		return
 	}
@@ -256,19 +268,54 @@ func (c *conn) dispatch(msg []byte) {
 		c.start(req)
 	default:
 		// Blocks the reader while the backlog is full: back-pressure.
-		select {
-		case c.backlog <- req:
-		case <-c.ctx.Done():
-		}
+		c.queue(queued{req: req})
 	}
 }
 
-// drain starts the backlog's requests, in order, as slots free up. Once
+// queued is a backlog's entry: a request, or (in a sequential
+// connection) an answer already made, written in its turn.
+type queued struct {
+	req  *protocol.Request
+	line []byte
+}
+
+// queue adds q to the backlog, blocking the reader while it is full
+// (back-pressure), until the connection ends.
+func (c *conn) queue(q queued) {
+	select {
+	case c.backlog <- q:
+	case <-c.ctx.Done():
+	}
+}
+
+// answer writes an answer the reader made (a message that could not be
+// read as a request); a sequential connection writes it in its turn.
+func (c *conn) answer(line []byte) {
+	if c.opts.Sequential {
+		c.queue(queued{line: line})
+		return
+	}
+	c.write(line)
+}
+
+// drain starts the backlog's requests, in order, as slots free up (in a
+// sequential connection, runs them one after the other itself). Once
 // the connection's context ends, what is left is dropped: nobody reads
 // the answers.
 func (c *conn) drain() {
 	defer close(c.drained)
-	for req := range c.backlog {
+	for q := range c.backlog {
+		if c.opts.Sequential {
+			switch {
+			case c.ctx.Err() != nil:
+			case q.line != nil:
+				c.write(q.line)
+			default:
+				c.run(q.req)
+			}
+			continue
+		}
+		req := q.req
 		select {
 		case c.slots <- struct{}{}:
 		case <-c.ctx.Done():
@@ -276,6 +323,20 @@ func (c *conn) drain() {
 		}
 		c.start(req)
 	}
+}
+
+// atOnce reports whether a sequential connection handles req as it is
+// read: an exec.input or exec.cancel that names its command by exec_id
+// (the client learnt it from that command's answer or notifications, so
+// the command has started). One that names a session waits its turn.
+func atOnce(req *protocol.Request) bool {
+	if req.Method != protocol.MethodExecInput && req.Method != protocol.MethodExecCancel {
+		return false
+	}
+	var p struct {
+		ExecID string `json:"exec_id"`
+	}
+	return json.Unmarshal(req.Params, &p) == nil && p.ExecID != ""
 }
 
 // workerIdle is how long a connection's idle worker waits for another

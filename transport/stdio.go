@@ -8,8 +8,10 @@ import (
 )
 
 // ServeStdio answers the requests read from r on w, one at a time in order:
-// each request is finished, with all its notifications, before the next is
-// read (SPEC §5). It returns nil at end of input or when ctx ends, and the
+// each request is finished, with all its notifications, before the next
+// starts (SPEC §5), except an exec.input or exec.cancel naming an exec_id,
+// handled as it is read (see ConnOptions.Sequential); at end of input,
+// every request read is answered first. It returns nil at end of input or when ctx ends, and the
 // read error otherwise. w is not closed: it belongs to the caller.
 //
 // A blocked Read can only be interrupted by closing, so when ctx ends r is
@@ -24,7 +26,7 @@ func ServeStdio(ctx context.Context, r io.Reader, w io.Writer, h protocol.Handle
 	if c, ok := r.(io.Closer); ok {
 		closer = c.Close
 	}
-	// No hangup watch: requests run one at a time in the reader, so at end
-	// of input every request read has been answered.
+	// No hangup watch: at end of input serve answers every request read
+	// before it ends (Sequential).
 	return serve(ctx, r, w, closer, nil, h, opts)
 }

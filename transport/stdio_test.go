@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -89,4 +90,34 @@ func TestStdioContextClosesInput(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("ServeStdio did not return after its context ended")
 	}
+}
+
+// TestStdioInputReachesARunningCommand: on stdio an exec.input or
+// exec.cancel that names its command's exec_id is handled as it is read,
+// not behind the request it answers (a streamed command waiting for input
+// held up its own exec.input for ever, and trl stdio never exited); one
+// that names a session waits its turn; a request running at end of input
+// is still answered.
+func TestStdioInputReachesARunningCommand(t *testing.T) {
+	checkGoroutines(t)
+	in := strings.Join([]string{
+		`{"id":1,"method":"sleep","params":{"ms":500}}`,
+		`{"id":2,"method":"exec.input","params":{"exec_id":"x-1","input":"y\n"}}`,
+		`{"id":3,"method":"exec.input","params":{"session_id":"default","input":"y\n"}}`,
+		`{"id":4,"method":"exec.cancel","params":{"exec_id":"x-1"}}`,
+		`not json`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	err := ServeStdio(context.Background(), strings.NewReader(in), &out, newFakeHandler(), ConnOptions{})
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 5, "output:\n%s", out.String())
+	var ids []string
+	for _, l := range lines {
+		var m struct{ ID json.RawMessage }
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		ids = append(ids, string(m.ID))
+	}
+	require.ElementsMatch(t, []string{"2", "4"}, ids[:2], "the ones naming an exec_id first: %s", out.String())
+	require.Equal(t, []string{"1", "3", "null"}, ids[2:], "then the others in order: %s", out.String())
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -80,5 +82,62 @@ func TestStdioSignalAnswersShuttingDown(t *testing.T) {
 			}
 			assert.Equal(t, `{"id":5,"ok":false,"error":{"code":"SHUTTING_DOWN","message":"the daemon is shutting down; retry against a running daemon"}}`+"\n", out.String())
 		})
+	}
+}
+
+// TestStdioStreamAnsweredByExecID: a streamed command that waits for input
+// on trl stdio gets the exec.input that names it, read while the stream
+// runs (it waited behind the stream for ever, and trl stdio never exited
+// at the end of its input); at end of input trl stdio exits 0.
+func TestStdioStreamAnsweredByExecID(t *testing.T) {
+	cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
+	cmd.Dir = t.TempDir()
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	outR, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	_, err = io.WriteString(in, `{"id":1,"method":"exec.stream","params":{"command":"printf 'name? '; read x; echo hi $x"}}`+"\n")
+	require.NoError(t, err)
+	lines := bufio.NewScanner(outR)
+	var out []string
+	answered, exit, reply := false, false, false
+	deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+	defer deadline.Stop()
+	for lines.Scan() {
+		line := lines.Text()
+		out = append(out, line)
+		var m struct {
+			Method string
+			Params struct {
+				StreamID string `json:"stream_id"` // the command's exec_id
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		if m.Method == "exec.waiting" && !answered {
+			answered = true
+			_, err = io.WriteString(in, `{"id":2,"method":"exec.input","params":{"exec_id":"`+m.Params.StreamID+`","input":"bob\n"}}`+"\n")
+			require.NoError(t, err)
+		}
+		exit = exit || m.Method == "exec.exit"
+		reply = reply || strings.HasPrefix(line, `{"id":2,`)
+		if exit && reply {
+			break
+		}
+	}
+	require.True(t, answered, "no exec.waiting: %q", out)
+	require.True(t, exit && reply, "no exit or no answer to the input: %q", out)
+	all := strings.Join(out, "\n")
+	assert.Contains(t, all, `"id":2,"ok":true`, "the input was answered")
+	assert.Contains(t, all, `hi bob`)
+	require.NoError(t, in.Close())
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "trl stdio exits 0 at end of input")
+	case <-time.After(20 * time.Second):
+		t.Fatalf("trl stdio did not exit at end of input; it wrote %q", out)
 	}
 }
