@@ -105,6 +105,7 @@ type fakeShell struct{ job *fakeJob }
 
 func (f fakeShell) Ended() <-chan struct{} { return nil }
 func (f fakeShell) EndCause() error        { return nil }
+func (f fakeShell) Cwd() string            { return "/fake" }
 
 func (f fakeShell) Start(c session.Command, _ session.Sink) (trlexec.Line, error) {
 	f.job.onDone = c.Done

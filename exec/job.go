@@ -66,6 +66,9 @@ type Shell interface {
 	Ended() <-chan struct{}
 	// EndCause is why the session ended, nil while it lives.
 	EndCause() error
+	// Cwd is the shell's working directory as last reported: a command
+	// that never ran ends there.
+	Cwd() string
 }
 
 // InSession is the Shell of session s.
@@ -75,6 +78,7 @@ type sessionShell struct{ s *session.Session }
 
 func (sh sessionShell) Ended() <-chan struct{} { return sh.s.Ended() }
 func (sh sessionShell) EndCause() error        { return sh.s.EndCause() }
+func (sh sessionShell) Cwd() string            { return sh.s.Cwd() }
 
 func (sh sessionShell) Start(c session.Command, sink session.Sink) (Line, error) {
 	j, err := sh.s.Start(c, sink)
@@ -362,6 +366,9 @@ const DeniedExitCode = 126
 // endUnrun ends a Job whose line was never started.
 func (j *Job) endUnrun(x Exit) {
 	x.NotRun = true
+	if x.Cwd == "" {
+		x.Cwd = j.shell.Cwd() // nothing ran: the shell is where it was
+	}
 	now := j.opts.Clock.Now()
 	x.Duration = now.Sub(j.started)
 	update(j, func(s *state) struct{} { s.exit = &x; return struct{}{} })

@@ -108,9 +108,18 @@ func (rt *Runtime) busyError(s *session.Session, err error) error {
 		return err
 	}
 	sum := rt.summary(j)
+	var what string
+	switch sum.State {
+	case protocol.StateAwaitingApproval:
+		what = " awaits a person's approval (exec.approve); follow it with exec.wait, withdraw it with exec.cancel, or use another session"
+	case protocol.StateWaitingInput:
+		what = " waits for input; answer it with exec.input, wait with exec.wait, cancel it with exec.cancel, or use another session"
+	default:
+		what = " runs; wait for it with exec.wait, cancel it with exec.cancel, or use another session"
+	}
 	return &protocol.Error{
 		Code:    protocol.CodeSessionBusy,
-		Message: "session " + s.ID() + " is running " + j.ID() + " (" + sum.State + "); answer it with exec.input, wait with exec.wait, cancel it with exec.cancel, or use another session",
+		Message: "session " + s.ID() + " is busy: its command " + j.ID() + what,
 		Data:    sum,
 	}
 }

@@ -426,7 +426,8 @@ func TestApprovalWithdrawnWhenTheSessionGoes(t *testing.T) {
 	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: s.SessionID, Command: &push})
 	require.NoError(t, err)
 	require.NotNil(t, st.Approval, "git push waits for a person: %+v", st)
-	_, err = rt.SessionDestroy(agentCtx(), protocol.SessionDestroyParams{SessionID: s.SessionID})
+	// The command holds the session: only a forced destroy ends it.
+	_, err = rt.SessionDestroy(agentCtx(), protocol.SessionDestroyParams{SessionID: s.SessionID, Force: true})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		for _, in := range approvals.List() {
@@ -568,4 +569,50 @@ func TestAliasesCheckedOnLaterLines(t *testing.T) {
 	require.Error(t, err, "an alias a fork carried")
 	_, statErr := os.Stat(mark)
 	assert.NoError(t, statErr, "the marker is still there")
+}
+
+// TestAwaitingApprovalHoldsTheSession: a command awaiting approval holds
+// its session as a running one does, and everything says so: session.info
+// and session.list say busy (they said idle), SESSION_BUSY says what to
+// do with an approval (it said to answer with exec.input), destroy without
+// force is refused (it destroyed the session), and once cancelled the
+// command that never ran ends where the shell was (cwd was "").
+func TestAwaitingApprovalHoldsTheSession(t *testing.T) {
+	rt := policyRuntime(t, time.Minute)
+	s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/sh", WorkingDir: "/usr"})
+	require.NoError(t, err)
+	line := "git push origin main"
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: s.SessionID, Command: &line})
+	require.NoError(t, err)
+	require.Equal(t, protocol.StateAwaitingApproval, st.State)
+
+	in, err := rt.SessionInfo(agentCtx(), protocol.SessionRef{SessionID: s.SessionID})
+	require.NoError(t, err)
+	assert.Equal(t, "busy", in.State)
+	list, err := rt.SessionList(agentCtx(), protocol.SessionListParams{})
+	require.NoError(t, err)
+	for _, l := range list.Sessions {
+		if l.SessionID == s.SessionID {
+			assert.Equal(t, "busy", l.State)
+		}
+	}
+	other := "echo next"
+	_, err = rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: s.SessionID, Command: &other})
+	require.Error(t, err)
+	assert.Equal(t, protocol.CodeSessionBusy, protocol.AsError(err).Code)
+	assert.Contains(t, err.Error(), "approval")
+	assert.NotContains(t, err.Error(), "exec.input")
+	_, err = rt.SessionDestroy(agentCtx(), protocol.SessionDestroyParams{SessionID: s.SessionID})
+	require.Error(t, err, "destroy without force")
+	assert.Equal(t, protocol.CodeSessionBusy, protocol.AsError(err).Code)
+
+	_, err = rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID})
+	require.NoError(t, err)
+	end, err := rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID, Until: &[]string{}})
+	require.NoError(t, err)
+	assert.Equal(t, protocol.StateExited, end.State)
+	assert.Equal(t, "/usr", end.Cwd, "it never ran: the shell is where it was")
+	in, err = rt.SessionInfo(agentCtx(), protocol.SessionRef{SessionID: s.SessionID})
+	require.NoError(t, err)
+	assert.Equal(t, "idle", in.State)
 }

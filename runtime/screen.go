@@ -77,7 +77,7 @@ func (rt *Runtime) sessionResize(ctx context.Context, p protocol.SessionResizePa
 	if err := s.Resize(*p.Rows, *p.Cols); err != nil {
 		return protocol.SessionInfo{}, err
 	}
-	return info(s), nil
+	return rt.info(s), nil
 }
 
 // SessionOutput is the typed sessionOutput.

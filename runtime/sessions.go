@@ -27,7 +27,7 @@ func (rt *Runtime) sessionCreate(ctx context.Context, p protocol.SessionCreatePa
 		return protocol.SessionInfo{}, err
 	}
 	rt.log.Info().Str("session", s.ID()).Str("actor", protocol.CallerFrom(ctx).Actor).Msg("session.create")
-	return info(s), nil
+	return rt.info(s), nil
 }
 
 // seconds turns a timeout in seconds into a duration, refusing negative,
@@ -39,8 +39,14 @@ func seconds(field string, v float64) (time.Duration, error) {
 	return time.Duration(v * float64(time.Second)), nil
 }
 
-func info(s *session.Session) protocol.SessionInfo {
+// info is s's session.info. A session whose command awaits approval is
+// busy, as one whose command runs: the command holds it (SPEC §16),
+// though nothing has reached its shell yet.
+func (rt *Runtime) info(s *session.Session) protocol.SessionInfo {
 	in := s.Info()
+	if in.State == session.StateIdle && rt.current(s) != nil {
+		in.State = session.StateBusy
+	}
 	return protocol.SessionInfo{
 		SessionID:   in.ID,
 		Name:        in.Name,
@@ -70,7 +76,7 @@ func (rt *Runtime) sessionList(ctx context.Context, p protocol.SessionListParams
 	list := rt.sessions.List()
 	out := make([]protocol.SessionInfo, 0, len(list))
 	for _, s := range list {
-		out = append(out, info(s))
+		out = append(out, rt.info(s))
 	}
 	return protocol.SessionListResult{Sessions: out}, nil
 }
@@ -93,7 +99,7 @@ func (rt *Runtime) sessionInfo(ctx context.Context, p protocol.SessionRef) (prot
 	if err != nil {
 		return protocol.SessionInfo{}, err
 	}
-	in := info(s)
+	in := rt.info(s)
 	// Usage is shown beside limits: a session without limits may sit in
 	// a group whose controllers this host does not give (usage 0).
 	if u, ok := s.Usage(); ok && !s.Limits().IsZero() {
@@ -112,10 +118,15 @@ func (rt *Runtime) SessionDestroy(ctx context.Context, p protocol.SessionDestroy
 }
 
 func (rt *Runtime) sessionDestroy(ctx context.Context, p protocol.SessionDestroyParams) (protocol.SessionDestroyed, error) {
-	if _, err := rt.lookup(p.SessionID); err != nil {
+	s, err := rt.lookup(p.SessionID)
+	if err != nil {
 		return protocol.SessionDestroyed{}, err
 	}
-	s, err := rt.sessions.Destroy(p.SessionID, p.Force)
+	if !p.Force && rt.current(s) != nil {
+		// A command holds it, running or awaiting approval.
+		return protocol.SessionDestroyed{}, rt.busyError(s, protocol.Errorf(protocol.CodeSessionBusy, "session %s is busy; destroy it with force", s.ID()))
+	}
+	s, err = rt.sessions.Destroy(p.SessionID, p.Force)
 	if err != nil {
 		return protocol.SessionDestroyed{}, err
 	}

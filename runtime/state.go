@@ -84,7 +84,7 @@ func (rt *Runtime) sessionFork(ctx context.Context, p protocol.SessionForkParams
 		return protocol.SessionInfo{}, err
 	}
 	rt.log.Info().Str("session", s.ID()).Str("parent", src.ID()).Str("actor", actor).Msg("session.fork")
-	return info(s), nil
+	return rt.info(s), nil
 }
 
 // createConfig is session.create's parameters as a session.Config, the
