@@ -46,7 +46,7 @@ func consoleCmd(args []string, stdout, stderr io.Writer) int {
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
-		fmt.Fprintln(stderr, "trl console:", err)
+		fmt.Fprintf(stderr, "trl console: no daemon answers at %s (%v): pass the address of a daemon started with `trl serve --http ADDR --console` as --http ADDR\n", u, err)
 		return 1
 	}
 	defer resp.Body.Close()

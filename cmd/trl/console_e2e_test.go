@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -135,4 +136,20 @@ func TestConsoleInABrowser(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(rec, sid+".cast"))
 		return strings.Contains(string(b), "marker-from-agent")
 	}, 10*time.Second, 100*time.Millisecond)
+}
+
+// TestConsoleCommandWithNoDaemonSaysHow: `trl console` with no daemon at
+// the address says how to start one and how to name its address (it
+// printed only "connection refused").
+func TestConsoleCommandWithNoDaemonSaysHow(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	var stdout, stderr strings.Builder
+	t.Setenv("TRL_AUTH_TOKEN", "x")
+	code := consoleCmd([]string{"--http", addr}, &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "no daemon answers at http://"+addr)
+	assert.Contains(t, stderr.String(), "trl serve --http ADDR --console")
 }
