@@ -360,6 +360,10 @@ func TestTreeOperations(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalid)
 	_, err = fs.List(sc, "a/b/f", ListOptions{})
 	assert.ErrorIs(t, err, ErrNotDir)
+	assert.Contains(t, err.Error(), "is a file, not a directory", "the path itself is the file (it said: a part of it is not a directory)")
+	_, err = fs.List(sc, "a/b/f/g", ListOptions{})
+	assert.ErrorIs(t, err, ErrNotDir)
+	assert.Contains(t, err.Error(), "a part of", "here a part of the path is the file")
 
 	e, err := fs.Stat(sc, "a/b/f")
 	require.NoError(t, err)

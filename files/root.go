@@ -188,6 +188,18 @@ func (r *root) open(rel string, flags int, mode uint32) (int, error) {
 	}
 }
 
+// notDir reports whether l itself exists and is no directory (an
+// ENOTDIR may be about a part of its path instead).
+func (l loc) notDir() bool {
+	fd, err := l.r.open(l.rel, unix.O_PATH, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR
+}
+
 // openDir opens directory rel as an O_PATH descriptor for *at calls.
 func (r *root) openDir(rel string) (int, error) {
 	return r.open(rel, unix.O_PATH|unix.O_DIRECTORY, 0)

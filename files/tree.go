@@ -71,6 +71,9 @@ func (fs *FS) List(sc Scope, p string, o ListOptions) (Listing, error) {
 		}
 		out.Path = l.abs
 		fd, err := l.r.open(l.rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if errors.Is(err, unix.ENOTDIR) && l.notDir() {
+			return errorf(ErrNotDir, l.abs, "%s is a file, not a directory: read it with fs.read, or list the directory it is in", l.abs)
+		}
 		if err != nil {
 			return pathError(err, l.abs)
 		}
