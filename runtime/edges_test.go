@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,4 +87,22 @@ func TestReadAdvancesAndRefusesPastTheEnd(t *testing.T) {
 		assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
 		assert.Contains(t, perr.Message, "past the end")
 	}
+}
+
+// TestInputToAProgramThatReadsNone: input a program does not read fills
+// the terminal's queue; the call then says how much was typed and why,
+// as LIMIT_EXCEEDED (it was INTERNAL_ERROR "i/o timeout", which the docs
+// call a bug in trl).
+func TestInputToAProgramThatReadsNone(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	line := "sleep 30"
+	st, err := rt.ExecRun(context.Background(), protocol.ExecParams{Command: &line, YieldMS: ptr(int64(100))})
+	require.NoError(t, err)
+	_, err = rt.ExecInput(context.Background(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList{protocol.Text(strings.Repeat("aaaaaaaaa\n", 100_000))}})
+	require.Error(t, err)
+	assert.Equal(t, protocol.CodeLimitExceeded, protocol.AsError(err).Code, "%v", err)
+	assert.Contains(t, err.Error(), "of 1000000 bytes")
+	_, err = rt.ExecCancel(context.Background(), protocol.ExecCancelParams{ExecID: st.ExecID, Signal: "KILL"})
+	require.NoError(t, err)
 }

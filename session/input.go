@@ -1,7 +1,9 @@
 package session
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/trl-project/trl/internal/pollpty"
@@ -33,10 +35,18 @@ func (s *Session) writeInput(p []byte, secret bool) error {
 		return fmt.Errorf("write input to the terminal: %w", err)
 	}
 	s.wroteInput.Store(true)
-	if _, err := s.ptm.Write(p); err != nil {
-		return fmt.Errorf("write input to the terminal (the program reads none, or its input queue is full): %w", err)
+	n, err := s.ptm.Write(p)
+	if n > 0 {
+		s.observeInput(p[:n], secret)
 	}
-	s.observeInput(p, secret)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Not trl's fault: the terminal holds about 4 KiB a program has
+		// not read, and this one read none of it for inputTimeout.
+		return errorf(ErrLimit, "typed %d of %d bytes: the terminal's input queue is full and the program read none of it for %s; type less at a time, once it reads", n, len(p), inputTimeout)
+	}
+	if err != nil {
+		return fmt.Errorf("write input to the terminal: %w", err)
+	}
 	return nil
 }
 
