@@ -106,3 +106,23 @@ func TestInputToAProgramThatReadsNone(t *testing.T) {
 	_, err = rt.ExecCancel(context.Background(), protocol.ExecCancelParams{ExecID: st.ExecID, Signal: "KILL"})
 	require.NoError(t, err)
 }
+
+// TestRunRightAfterCancel: exec.cancel answers once its command has ended,
+// so the next command runs at once (it got SESSION_BUSY while the shell
+// had not yet reported the end).
+func TestRunRightAfterCancel(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	for _, sig := range []string{"KILL", "INT"} {
+		line := "sleep 30"
+		st, err := rt.ExecRun(context.Background(), protocol.ExecParams{Command: &line, YieldMS: ptr(int64(100))})
+		require.NoError(t, err)
+		c, err := rt.ExecCancel(context.Background(), protocol.ExecCancelParams{ExecID: st.ExecID, Signal: protocol.Signal(sig)})
+		require.NoError(t, err)
+		require.True(t, c.Canceled)
+		next := "echo next"
+		res, err := rt.ExecRun(context.Background(), protocol.ExecParams{Command: &next})
+		require.NoError(t, err, sig)
+		assert.Equal(t, "next\n", res.Stdout)
+	}
+}
