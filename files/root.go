@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,10 @@ type Scope struct {
 	Dir string
 	// Identity, when set, is who the operation runs as.
 	Identity *Identity
+	// Self, when set, is the pid /proc/self and /proc/thread-self name:
+	// the session's shell, as its commands see them (in the daemon they
+	// would name the daemon).
+	Self int
 }
 
 // New opens the roots. Confinement needs openat2: on a kernel without it
@@ -141,6 +146,14 @@ func (fs *FS) resolve(sc Scope, p string) (loc, error) {
 		p = path.Join(sc.Dir, p)
 	}
 	abs := path.Clean(p)
+	if sc.Self > 0 {
+		for _, self := range []string{"/proc/self", "/proc/thread-self"} {
+			if abs == self || strings.HasPrefix(abs, self+"/") {
+				abs = "/proc/" + strconv.Itoa(sc.Self) + abs[len(self):]
+				break
+			}
+		}
+	}
 	var best *root
 	for _, r := range fs.roots {
 		if within(abs, r.dir) && (best == nil || len(r.dir) > len(best.dir)) {

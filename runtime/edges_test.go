@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -125,4 +127,23 @@ func TestRunRightAfterCancel(t *testing.T) {
 		require.NoError(t, err, sig)
 		assert.Equal(t, "next\n", res.Stdout)
 	}
+}
+
+// TestProcSelfIsTheShell: /proc/self in fs.* names the session's shell, as
+// in its commands, not the daemon (whose environment and memory map it
+// read).
+func TestProcSelfIsTheShell(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	s, err := rt.SessionCreate(context.Background(), protocol.SessionCreateParams{Shell: "/bin/sh"})
+	require.NoError(t, err)
+	r, err := rt.FSRead(context.Background(), protocol.FSReadParams{SessionID: s.SessionID, Path: "/proc/self/cmdline", Encoding: "base64"})
+	require.NoError(t, err)
+	cmdline, err := base64.StdEncoding.DecodeString(r.Data)
+	require.NoError(t, err)
+	assert.Equal(t, "/bin/sh\x00-i\x00", string(cmdline), "the shell's command line")
+	assert.Equal(t, fmt.Sprintf("/proc/%d/cmdline", s.PID), r.Path)
+	l, err := rt.FSList(context.Background(), protocol.FSListParams{SessionID: s.SessionID, Path: "/proc/thread-self/fd"})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(l.Entries), 8, "the shell's few fds, not the daemon's")
 }

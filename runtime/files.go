@@ -59,7 +59,7 @@ func (rt *Runtime) fsScope(ref string) (fs *files.FS, sc files.Scope, s *session
 		return nil, sc, nil, done, err
 	}
 	info := s.Info()
-	sc = files.Scope{Dir: info.WorkingDir}
+	sc = files.Scope{Dir: info.WorkingDir, Self: info.PID}
 	if uid, gid, ok := s.Credential(); ok {
 		if info.State == session.StateExited {
 			return nil, sc, nil, done, &session.Error{Kind: session.ErrExited, Msg: fmt.Sprintf("session %s has exited; its files can no longer be reached as its user", s.ID())}
