@@ -115,24 +115,25 @@ const (
 	silentProbes = 3
 )
 
-// readsSilently reports whether the shell has taken in all it was sent,
+// readsSilently reports whether the shell has read all it was sent,
 // has written nothing the control reader has not yet taken, and is
 // blocked reading its command pipe (fd 0). False when any of it cannot
 // be told.
 func (s *Session) readsSilently() bool {
-	return buffered(s.cmdW) == 0 && buffered(s.ctlR) == 0 && termwait.ReadsFD(s.pid, 0)
+	return queued(s.cmdW, unix.TIOCOUTQ) == 0 && queued(s.ctlR, unix.TIOCINQ) == 0 && termwait.ReadsFD(s.pid, 0)
 }
 
-// buffered is how many bytes wait in pipe f (either end; FIONREAD),
-// or -1 when that cannot be read (TIOCINQ is Linux's FIONREAD).
-func buffered(f *os.File) int {
+// queued is how many bytes wait on socket f, as ioctl req counts them:
+// TIOCINQ (SIOCINQ), those sent to f not yet read; TIOCOUTQ (SIOCOUTQ),
+// those f sent that its peer has not read. -1 when that cannot be read.
+func queued(f *os.File, req uint) int {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return -1
 	}
 	n := -1
 	if err := rc.Control(func(fd uintptr) {
-		if v, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil {
+		if v, err := unix.IoctlGetInt(int(fd), req); err == nil {
 			n = v
 		}
 	}); err != nil {
@@ -172,14 +173,14 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		pts.Close()
 		return err
 	}
-	cmdR, cmdW, err := os.Pipe()
+	cmdW, cmdR, err := shellChannel(false)
 	if err != nil {
 		ptm.Close()
 		pts.Close()
 		return err
 	}
 	toClose = append(toClose, cmdR)
-	ctlR, ctlW, err := os.Pipe()
+	ctlR, ctlW, err := shellChannel(true)
 	if err != nil {
 		ptm.Close()
 		pts.Close()
@@ -363,6 +364,37 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		s.log.Debug().Err(err).Msg("write init line")
 	}
 	return nil
+}
+
+// shellChannel makes one of the channels between the daemon and the
+// shell: the command channel (the shell's fd 0, which it reads its lines
+// from) or the control channel (its fds 1 and 2, which it writes its
+// records to). Each is a connected pair of stream sockets rather than a
+// pipe: a pipe can be opened again through /proc/<shell pid>/fd/N by any
+// process of the session's uid, so a command could write lines of its
+// own into the shell's input (run by the shell unchecked by the policy)
+// or forged records to its output (a completion with any status and cwd
+// while it went on running, whose real end then answered the next
+// command). The kernel does not open a socket through /proc (ENXIO). The
+// daemon's end is non-blocking, for Go's poller; each end is shut down
+// for the direction it does not use.
+func shellChannel(daemonReads bool) (daemon, shell *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("make a channel to the shell: %w", err)
+	}
+	ours, theirs := unix.SHUT_WR, unix.SHUT_RD
+	if !daemonReads {
+		ours, theirs = theirs, ours
+	}
+	unix.Shutdown(fds[0], ours)
+	unix.Shutdown(fds[1], theirs)
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("make a channel to the shell: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "trl-channel"), os.NewFile(uintptr(fds[1]), "shell-channel"), nil
 }
 
 // Variables that change how the shell itself starts or runs are kept out
