@@ -9,8 +9,8 @@
 // not read its commands from the terminal. Its file descriptors are:
 //
 //	0  command channel  the daemon writes one command line per command
-//	1  control channel  the shell's own stdout (see below), as fd 2
-//	2  control channel  the shell's own prompt, which we set to a record
+//	1  control pipe     the shell's own stdout (see below), as fd 2
+//	2  control pipe     the shell's own prompt, which we set to a record
 //	                  "\x1eTRL:<nonce>:<seq>:<status>:<$->:<cwd>\x1f<nonce>\x1f"
 //	                  (the nonce in the end marker lets the cwd hold any byte)
 //	3  PTY slave      stdin and stdout of commands (fds 0 and 1 are
@@ -26,16 +26,16 @@
 // statusFunc, and under errexit the text is followed by a statement that
 // keeps its status for the prompt, see errexitNote):
 // the text runs through eval inside a function whose fds are the terminal
-// and the stderr pipe, with the command and control channels out of reach.
+// and the stderr pipe, with the command channel and control pipe out of reach.
 // All three standard fds are re-pointed for each command line, so a
-// command's `exec >/dev/null` or `exec 2>&-` ends with it. The command and
-// control channels are socket pairs, not pipes: a command could open a
-// pipe of its shell's again through /proc/<pid>/fd and type lines into
-// the shell or forge its records; the kernel opens no socket that way.
+// command's `exec >/dev/null` or `exec 2>&-` ends with it. The command
+// channel is a socket pair, not a pipe: a command could open a pipe of its
+// shell's again through /proc/<pid>/fd and type lines into the shell; the
+// kernel opens no socket that way (see shellChannel).
 // Because the shell prints its prompt after every command line, including
 // one aborted by SIGINT or a syntax error, the next record on the control
-// channel is the completion signal, carrying the exit status and the working
-// directory. Nothing the command prints can reach the control channel, so
+// pipe is the completion signal, carrying the exit status and the working
+// directory. Nothing the command prints can reach the control pipe, so
 // printing the record's text does not end a command early.
 //
 // When the record arrives the command's output is already in the kernel's

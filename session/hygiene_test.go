@@ -566,32 +566,6 @@ func TestNameCreatedAtOnce(t *testing.T) {
 	assert.Equal(t, n-1, taken)
 }
 
-// TestCommandCannotForgeItsEnd: a command that learns the session's nonce
-// (it is in $PS1) and writes a completion record to every pipe or socket
-// its shell holds, through /proc/<shell pid>/fd, cannot end itself early:
-// the control channel is a socket, which /proc does not open. Through the
-// old pipe the forged record ended the command at once with status 42
-// and cwd /forged, and its real end answered the next command.
-func TestCommandCannotForgeItsEnd(t *testing.T) {
-	m := newManager(t)
-	s, err := m.Create(Config{Shell: "/bin/sh"})
-	require.NoError(t, err)
-	forge := `N=$(printf %s "$PS1" | cut -d: -f2); S=$(eval echo \$_trl${N}n)
-for fd in /proc/$$/fd/*; do
-  case $(readlink "$fd") in pipe:*|socket:*)
-    printf '\036TRL:%s:%s:%s:%s:%s\037%s\037' "$N" "$S" 42 "" /forged "$N" >"$fd" 2>/dev/null ;;
-  esac
-done
-sleep 0.3; echo real-end; false`
-	out, _, st := run2(t, s, forge)
-	assert.Equal(t, "real-end\n", out)
-	assert.Equal(t, 1, st.ExitCode)
-	assert.NotEqual(t, "/forged", st.Cwd)
-	out, _, st = run2(t, s, "echo next")
-	assert.Equal(t, "next\n", out, "the next command gets its own output")
-	assert.Equal(t, 0, st.ExitCode)
-}
-
 // TestCommandCannotTypeIntoItsShell: a command that writes a line of its
 // own to every pipe or socket its shell holds, through /proc/<shell
 // pid>/fd, cannot make the shell run it: through the old command pipe the

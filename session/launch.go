@@ -123,9 +123,10 @@ func (s *Session) readsSilently() bool {
 	return queued(s.cmdW, unix.TIOCOUTQ) == 0 && queued(s.ctlR, unix.TIOCINQ) == 0 && termwait.ReadsFD(s.pid, 0)
 }
 
-// queued is how many bytes wait on socket f, as ioctl req counts them:
-// TIOCINQ (SIOCINQ), those sent to f not yet read; TIOCOUTQ (SIOCOUTQ),
-// those f sent that its peer has not read. -1 when that cannot be read.
+// queued is how many bytes wait on f, as ioctl req counts them: TIOCINQ
+// (FIONREAD, SIOCINQ), those sent to f not yet read (a pipe or socket);
+// TIOCOUTQ (SIOCOUTQ), those socket f sent that its peer has not read.
+// -1 when that cannot be read.
 func queued(f *os.File, req uint) int {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -180,7 +181,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return err
 	}
 	toClose = append(toClose, cmdR)
-	ctlR, ctlW, err := shellChannel(true)
+	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		ptm.Close()
 		pts.Close()
@@ -366,18 +367,18 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	return nil
 }
 
-// shellChannel makes one of the channels between the daemon and the
-// shell: the command channel (the shell's fd 0, which it reads its lines
-// from) or the control channel (its fds 1 and 2, which it writes its
-// records to). Each is a connected pair of stream sockets rather than a
-// pipe: a pipe can be opened again through /proc/<shell pid>/fd/N by any
-// process of the session's uid, so a command could write lines of its
-// own into the shell's input (run by the shell unchecked by the policy)
-// or forged records to its output (a completion with any status and cwd
-// while it went on running, whose real end then answered the next
-// command). The kernel does not open a socket through /proc (ENXIO). The
-// daemon's end is non-blocking, for Go's poller; each end is shut down
-// for the direction it does not use.
+// shellChannel makes the command channel the shell reads its lines from
+// (its fd 0): a connected pair of stream sockets rather than a pipe. A
+// pipe can be opened again through /proc/<shell pid>/fd/N by any process
+// of the session's uid, so a command could write lines of its own into
+// the shell's input, which the shell ran as its next line, unchecked by
+// the policy; the kernel does not open a socket through /proc (ENXIO).
+// The control channel (the shell's fds 1 and 2) stays a pipe: a socket
+// there too costs about 5 µs more per command (BENCHMARKS.md), and what a
+// command can write to it is records about its own session's commands,
+// which it could mislead about in other ways. The daemon's end is
+// non-blocking, for Go's poller; each end is shut down for the direction
+// it does not use.
 func shellChannel(daemonReads bool) (daemon, shell *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -42,7 +42,7 @@ type Session struct {
 	pid    int      // the shell's pid, kept apart: Release clears proc.Pid
 	ptm    *os.File // PTY master: stdout of commands
 	cmdW   *os.File // the daemon's end of the command channel (the shell's fd 0; shellChannel)
-	ctlR   *os.File // the daemon's end of the control channel (the shell's fds 1 and 2; shellChannel)
+	ctlR   *os.File // read end of the control pipe (the shell's fds 1 and 2)
 	errR   *os.File // read end of the stderr pipe (commands' fd 2)
 	ptmRaw syscall.RawConn
 	errRaw syscall.RawConn
