@@ -5,6 +5,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trl-project/trl/session"
@@ -207,6 +208,9 @@ type Exit struct {
 // output. It is created by Start and lives in a Registry until it is
 // dropped from the retained ones.
 type Job struct {
+	// ending: Ending.
+	ending atomic.Bool
+
 	id, text, method, actor string
 	sessionID               string
 	sess                    *session.Session
@@ -462,11 +466,21 @@ func (j *Job) Cancel(sig unix.Signal) (unix.Signal, error) {
 	select {
 	case j.requests <- req:
 		r := <-req.reply
+		if r.err == nil {
+			switch r.sent {
+			case unix.SIGINT, unix.SIGTERM, unix.SIGKILL, unix.SIGHUP, unix.SIGQUIT:
+				j.ending.Store(true)
+			}
+		}
 		return r.sent, r.err
 	case <-j.stop:
 		return 0, session.ErrNoForeground
 	}
 }
+
+// Ending reports whether a signal that ends a program (INT, TERM, KILL,
+// HUP, QUIT) was sent to the command by Cancel.
+func (j *Job) Ending() bool { return j.ending.Load() }
 
 // lineDone is the session's call once the command has ended and its
 // output is delivered (on the session's reader): the exit is recorded,

@@ -16,6 +16,19 @@ import (
 // The command line is checked against the policy first: a denied one never
 // starts, one a person must decide starts held by its approval.
 func (rt *Runtime) launch(ctx context.Context, s *session.Session, r exec.Request, onExit func(*exec.Job, exec.Exit)) (*exec.Job, error) {
+	if j := rt.current(s); j != nil && j.Ending() {
+		// Its command was just cancelled and is ending, as it usually
+		// does within milliseconds: wait for that (an exec.run sent just
+		// after an exec.cancel got SESSION_BUSY), but not for a program
+		// that ignores the signal.
+		t := time.NewTimer(cancelGrace)
+		select {
+		case <-j.Done():
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	if rt.opts.Policy != nil && rt.current(s) != nil {
 		// Busy (running, or held for a command awaiting approval): said
 		// before the policy is asked, so that no person is asked about a

@@ -109,9 +109,9 @@ func TestInputToAProgramThatReadsNone(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestRunRightAfterCancel: exec.cancel answers once its command has ended,
-// so the next command runs at once (it got SESSION_BUSY while the shell
-// had not yet reported the end).
+// TestRunRightAfterCancel: a command sent just after exec.cancel waits
+// for the cancelled one to end and runs (it got SESSION_BUSY while the
+// shell had not yet reported the end).
 func TestRunRightAfterCancel(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, Options{})

@@ -557,19 +557,10 @@ func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) 
 	if err != nil {
 		return protocol.ExecCancelResult{}, err
 	}
-	// Answer once the command has ended, as it usually does within
-	// milliseconds, so that the session takes the next command at once
-	// (an exec.run sent just after a cancel got SESSION_BUSY); a program
-	// that ignores the signal is left to exec.wait after cancelGrace.
-	t := time.NewTimer(cancelGrace)
-	defer t.Stop()
-	select {
-	case <-c.Done():
-	case <-t.C:
-	case <-ctx.Done():
-	}
 	return protocol.ExecCancelResult{Canceled: true, Signal: unix.SignalName(sent)}, nil
 }
 
-// cancelGrace is how long exec.cancel waits for its command to end.
+// cancelGrace is how long a command started just after another was
+// cancelled waits for that one to end, rather than being told at once
+// that the session is busy (launch).
 const cancelGrace = time.Second
