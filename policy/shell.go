@@ -74,8 +74,8 @@ func (s *scanner) script(src string, depth int) {
 		s.cmds = append(s.cmds, command{text: src, unknown: "too many scripts inside the line to follow"})
 		return
 	}
-	if d := nesting.Depth(src); d > nesting.Max {
-		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line nests parentheses %d deep, more than the %d followed", d, nesting.Max)})
+	if n := nesting.Openers(src); n > nesting.Max {
+		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line holds %d brackets and blocks, more than the %d followed", n, nesting.Max)})
 		return
 	}
 	p := parsers.Get().(*syntax.Parser)

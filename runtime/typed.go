@@ -227,7 +227,7 @@ func incomplete(text string) bool {
 	if n%2 == 1 {
 		return true
 	}
-	if nesting.Depth(text) > nesting.Max {
+	if nesting.TooDeep(text) {
 		return false // not parsed: checked as it is (the unknown action)
 	}
 	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(text), "")

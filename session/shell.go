@@ -147,8 +147,8 @@ func statusFunc(nonce string) string {
 // program, so the text is parsed first (mvdan.cc/sh: POSIX for sh, bash's
 // grammar for bash and for zsh, whose own syntax then runs as it did) and
 // the statement goes on a line of its own after it. A text that does not
-// parse, that nests parentheses deeper than nesting.Max (not parsed: the
-// parser's recursion could exhaust the daemon), that ends in a backslash,
+// parse, that may nest too deep to parse (nesting.TooDeep: the parser's
+// recursion could exhaust the daemon), that ends in a backslash,
 // or that names history (bash records
 // every line of a command file read after a `set -o history` in it) runs
 // as it did. The shell's errexit is read from each prompt record ($- is a
@@ -167,7 +167,7 @@ func captures(text string, errexit bool, lang syntax.LangVariant) bool {
 	if strings.Contains(text, "history") || strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), "\\") {
 		return false
 	}
-	if nesting.Depth(text) > nesting.Max {
+	if nesting.TooDeep(text) {
 		return false // not parsed (it would exhaust the daemon): runs as it did
 	}
 	p := syntax.NewParser(syntax.Variant(lang))

@@ -268,11 +268,17 @@ func TestErrTrapFiresOnce(t *testing.T) {
 }
 
 // TestCapturesDeepLineUnparsed: under errexit a command's text is parsed
-// in the daemon; a text nesting a million `$(` overflowed the daemon's
-// stack there and crashed it, policy or none. It is not parsed now, and
+// in the daemon; a text nesting a million `$(`, or 600,000 `{` or
+// `${x:-`, overflowed the daemon's stack there and crashed it, policy or
+// none. It is not parsed now, and
 // runs as it is, as a text that does not parse does.
 func TestCapturesDeepLineUnparsed(t *testing.T) {
-	deep := "set -e; " + strings.Repeat("$(", 1_000_000) + "true" + strings.Repeat(")", 1_000_000)
-	assert.False(t, captures(deep, true, syntax.LangBash))
+	for _, deep := range []string{
+		"set -e; " + strings.Repeat("$(", 1_000_000) + "true" + strings.Repeat(")", 1_000_000),
+		"set -e; " + strings.Repeat("{ ", 600_000) + "true;" + strings.Repeat(" }", 600_000),
+		"set -e; echo " + strings.Repeat("${x:-", 600_000) + "y" + strings.Repeat("}", 600_000),
+	} {
+		assert.False(t, captures(deep, true, syntax.LangBash))
+	}
 	assert.True(t, captures(strings.Repeat("echo $(", 50)+"true"+strings.Repeat(")", 50), true, syntax.LangBash), "a depth people write is parsed")
 }
