@@ -197,13 +197,14 @@ func (rt *Runtime) execInput(ctx context.Context, p protocol.ExecInputParams) (p
 	if p.RequireWaiting && !rt.waitingNow(c) {
 		return protocol.ExecStatus{}, &protocol.Error{Code: protocol.CodeInvalidState, Message: "command " + c.ID() + " is not waiting for input; nothing was typed (drop require_waiting to type anyway)", Data: rt.status(c, event{}, p.Render, false)}
 	}
-	if err := rt.admitInput(ctx, c, items, p.Secret); err != nil {
-		return protocol.ExecStatus{}, err
-	}
 	appCursor, paste, erase, eof := s.InputModes()
 	b, err := terminput.Encode(nil, items, terminput.Modes{AppCursor: appCursor, BracketedPaste: paste, Erase: erase, EOF: eof})
 	if err != nil {
 		return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "%v", err)
+	}
+	typed, err := rt.admitInput(ctx, c, items, p.Secret)
+	if err != nil {
+		return protocol.ExecStatus{}, err
 	}
 	c.Typed(time.Now())
 	if p.Secret {
@@ -211,6 +212,7 @@ func (rt *Runtime) execInput(ctx context.Context, p protocol.ExecInputParams) (p
 	} else {
 		err = s.WriteInput(b)
 	}
+	typed(err == nil)
 	if err != nil {
 		return protocol.ExecStatus{}, err
 	}

@@ -29,10 +29,13 @@ func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string) (
 	}
 	caller := protocol.CallerFrom(ctx)
 	d := rt.opts.Policy.Evaluate(policy.Input{Line: line, Cwd: s.Info().WorkingDir, Session: sessionName(s), Actor: caller.Actor, Aliases: s.Aliases()})
-	// Whatever is decided, the aliases the line defines are the shell's
-	// once it runs (an approval, or a policy reloaded to allow it): a
-	// later line that uses one is checked with its value.
-	s.NoteAliases(d.Aliases)
+	if d.Action != policy.Deny {
+		// The aliases the line defines are the shell's once it runs
+		// (allowed, or approved: an ask is remembered too, which is only
+		// stricter): a later line that uses one is checked with its
+		// value. A denied line defines none.
+		s.NoteAliases(d.Aliases)
+	}
 	switch d.Action {
 	case policy.Deny:
 		rt.auditDecision(s, caller.Actor, line, d, "denied", nil)

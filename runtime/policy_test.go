@@ -569,6 +569,14 @@ func TestAliasesCheckedOnLaterLines(t *testing.T) {
 	require.Error(t, err, "an alias a fork carried")
 	_, statErr := os.Stat(mark)
 	assert.NoError(t, statErr, "the marker is still there")
+
+	// A denied line defines no alias: ls stays ls.
+	s, err = rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/bash"})
+	require.NoError(t, err)
+	_, err = run(s.SessionID, "alias ls='rm -i'")
+	require.Error(t, err)
+	_, err = run(s.SessionID, "ls -d /")
+	assert.NoError(t, err, "the denied alias was remembered")
 }
 
 // TestAwaitingApprovalHoldsTheSession: a command awaiting approval holds
@@ -615,4 +623,59 @@ func TestAwaitingApprovalHoldsTheSession(t *testing.T) {
 	in, err = rt.SessionInfo(agentCtx(), protocol.SessionRef{SessionID: s.SessionID})
 	require.NoError(t, err)
 	assert.Equal(t, "idle", in.State)
+}
+
+// TestTypedInputTheTerminalWouldRemap: what a reviewer typed past the
+// typed-line check is refused: a character `stty` made special (erase q,
+// then "qqqqqrm -f M" was checked as echo's argument), readline's `bind`,
+// C-d handing a half-typed line to the shell, and an alias defined in the
+// nested shell then used there.
+func TestTypedInputTheTerminalWouldRemap(t *testing.T) {
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for the nested shell:", err)
+	}
+	rt := policyRuntime(t, time.Minute)
+	mark := filepath.Join(t.TempDir(), "marker")
+	require.NoError(t, os.WriteFile(mark, []byte("x"), 0o600))
+	denied := func(what string, err error) {
+		t.Helper()
+		require.Error(t, err, what)
+		assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code, "%s: %v", what, err)
+		_, statErr := os.Stat(mark)
+		require.NoError(t, statErr, "%s: the marker was removed", what)
+	}
+	for _, nested := range []string{"bash --norc --noprofile -i", "sh -i"} {
+		t.Run(nested, func(t *testing.T) {
+			start := func(line string) (string, func(in ...protocol.InputItem) error) {
+				st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &line})
+				require.NoError(t, err)
+				require.Equal(t, protocol.StateWaitingInput, st.State)
+				return st.ExecID, func(in ...protocol.InputItem) error {
+					_, err := rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList(in)})
+					return err
+				}
+			}
+			end := func(id string) {
+				_, err := rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: id, Signal: "KILL"})
+				require.NoError(t, err)
+				_, err = rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: id, Until: &[]string{}})
+				require.NoError(t, err)
+			}
+			id, typeIn := start("stty erase q; " + nested)
+			denied("a character stty made the erase", typeIn(protocol.Text("echo qqqqqrm -f "+mark+"\n")))
+			end(id)
+			run := "stty sane"
+			_, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &run})
+			require.NoError(t, err)
+
+			id, typeIn = start(nested)
+			denied("stty typed", typeIn(protocol.Text("stty erase q\n")))
+			denied("bind", typeIn(protocol.Text("bind '\"z\":\"rm -f "+mark+"\\n\"'\n")))
+			denied("C-d after text", typeIn(protocol.Text("rm -f "+mark), protocol.Key("C-d"), protocol.Key("C-d")))
+			require.NoError(t, typeIn(protocol.Key("C-u")))
+			require.NoError(t, typeIn(protocol.Text("alias s=env\n")))
+			denied("an alias defined in the nested shell", typeIn(protocol.Text("s rm -f "+mark+"\n")))
+			end(id)
+		})
+	}
 }

@@ -60,6 +60,8 @@ type Runtime struct {
 	// per command, that the shell has not run yet (typed.go).
 	typedMu sync.Mutex
 	typed   map[*exec.Job]typedText
+	// inputLocks: lockInput's, by command.
+	inputLocks sync.Map
 }
 
 // New returns a Runtime with no sessions.

@@ -1,12 +1,15 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -48,6 +51,9 @@ import (
 type typedText struct {
 	line string // typed, its line not yet ended
 	stmt string // ended lines of a statement not yet complete
+	// dirty: an input reached the terminal only in part (its write
+	// failed), so the shell's line is not known.
+	dirty bool
 }
 
 // inputReader is who will read what exec.input types into c: the shell
@@ -116,22 +122,40 @@ func procParent(pid int) (comm string, ppid int, ok bool) {
 // admitInput checks what exec.input types into c (see above). It
 // returns COMMAND_DENIED when a statement it completes is denied or would
 // need an approval (typed input cannot wait for a person), or when it
-// holds a key or character that cannot be checked.
-func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminput.Item, secret bool) error {
+// holds a key or character that cannot be checked. Otherwise it returns
+// done, which the caller calls once it has written the input (ok: all of
+// it): only then is what was typed kept as the shell's, and until then no
+// other input to c is checked (an input checked second but written first
+// would make a line no check saw).
+func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminput.Item, secret bool) (done func(ok bool), err error) {
+	done = func(bool) {}
 	if rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
-		return nil
+		return done, nil
 	}
 	comm, ok := rt.inputReader(c)
 	if !ok {
-		return nil
+		return done, protocol.Errorf(protocol.CodeCommandDenied, "under the command policy, input is typed only where trl can tell who reads it, and it cannot now; nothing was typed")
 	}
 	if comm == "" {
 		rt.forgetTyped(c) // a program took the terminal's input as data
-		return nil
+		return done, nil
 	}
+	s := c.Session()
+	modes, err := s.TerminalModes()
+	if err != nil {
+		return done, protocol.Errorf(protocol.CodeCommandDenied, "under the command policy, input is typed into %s only while the terminal's modes can be read: %v; nothing was typed", comm, err)
+	}
+	if modes.Remaps {
+		return done, uncheckable(comm, "the terminal's CR and NL mapping (stty igncr or inlcr; stty sane restores it)")
+	}
+	unlock := rt.lockInput(c)
 	rt.typedMu.Lock()
-	defer rt.typedMu.Unlock()
 	t := rt.typed[c]
+	rt.typedMu.Unlock()
+	if t.dirty && !(len(items) == 1 && items[0].Kind == terminput.Key && items[0].Value == "C-c") {
+		unlock()
+		return done, protocol.Errorf(protocol.CodeCommandDenied, "earlier input reached %s only in part, so what its line holds is not known: type C-c alone first to throw it away; nothing was typed", comm)
+	}
 	var stmts []string
 	endLine := func() {
 		full := t.stmt + t.line + "\n"
@@ -145,6 +169,10 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 			stmts = append(stmts, strings.TrimSuffix(full, "\n"))
 		}
 	}
+	refuse := func(err error) (func(bool), error) {
+		unlock()
+		return func(bool) {}, err
+	}
 	for i, it := range items {
 		switch it.Kind {
 		case terminput.Text, terminput.Paste:
@@ -152,10 +180,12 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 				switch {
 				case r == '\n' || r == '\r':
 					endLine()
+				case r < utf8.RuneSelf && bytes.IndexByte(modes.Special, byte(r)) >= 0:
+					return refuse(uncheckable(comm, fmt.Sprintf("%q, which the terminal treats as a special character (stty; stty sane restores it),", r)))
 				case unicode.IsPrint(r) || r == ' ':
 					t.line += string(r)
 				default:
-					return uncheckable(comm, fmt.Sprintf("the control character %U", r))
+					return refuse(uncheckable(comm, fmt.Sprintf("the control character %U", r)))
 				}
 			}
 		case terminput.Key:
@@ -168,7 +198,7 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 					// the signal, which may be after it has read what
 					// follows in the same write (a test saw it join the
 					// open block).
-					return protocol.Errorf(protocol.CodeCommandDenied, "under the command policy, C-c typed where %s would run a line must come last in its exec.input: the shell may read what follows before it throws its statement away; nothing was typed. Send the rest in the next call", comm)
+					return refuse(protocol.Errorf(protocol.CodeCommandDenied, "under the command policy, C-c typed where %s would run a line must come last in its exec.input: the shell may read what follows before it throws its statement away; nothing was typed. Send the rest in the next call", comm))
 				}
 				t = typedText{} // the shell throws the statement away
 			case "C-u":
@@ -177,15 +207,26 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 				// that moves it being allowed.
 				t.line = ""
 			case "C-d":
+				if t.line != "" {
+					// The terminal hands a half-typed line to the shell,
+					// which runs it at the end of its input.
+					return refuse(uncheckable(comm, "C-d after text on the line"))
+				}
 			default:
-				return uncheckable(comm, "the key "+it.Value)
+				return refuse(uncheckable(comm, "the key "+it.Value))
 			}
 		case terminput.EOF:
+			if t.line != "" {
+				return refuse(uncheckable(comm, "the end-of-file character after text on the line"))
+			}
 		}
 	}
 	caller := protocol.CallerFrom(ctx)
-	s := c.Session()
+	var aliases []map[string]string
 	for _, l := range stmts {
+		if prog := remapper(l); prog != "" {
+			return refuse(uncheckable(comm, prog+", which changes what the keys typed next do,"))
+		}
 		d := rt.opts.Policy.Evaluate(policy.Input{Line: l, Cwd: s.Info().WorkingDir, Session: sessionName(s), Actor: caller.Actor, Aliases: s.Aliases()})
 		var msg string
 		switch d.Action {
@@ -194,6 +235,7 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 		case policy.Ask:
 			msg = "this line typed into " + comm + " needs a person's approval (" + d.RuleName + ": " + d.Reason + "); nothing was typed. Leave the nested shell and run it with exec.run, where it can wait for an approval"
 		default:
+			aliases = append(aliases, d.Aliases)
 			continue
 		}
 		audited := l
@@ -202,15 +244,68 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 		}
 		rt.auditDecision(s, caller.Actor, audited, d, "denied", nil)
 		metrics.Get().PolicyDecision(d.Action.String(), "denied")
-		return &protocol.Error{Code: protocol.CodeCommandDenied, Message: msg,
-			Data: protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command}}
+		return refuse(&protocol.Error{Code: protocol.CodeCommandDenied, Message: msg,
+			Data: protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command}})
 	}
-	if t == (typedText{}) {
-		delete(rt.typed, c)
-	} else {
-		rt.typed[c] = t
+	return func(ok bool) {
+		defer unlock()
+		if !ok {
+			// Some of it may have reached the shell: its line is not
+			// known any more.
+			t = typedText{dirty: true}
+		}
+		for _, a := range aliases {
+			// Aliases the nested shell now has; the session's map stands
+			// for every shell in it (stricter, never looser).
+			s.NoteAliases(a)
+		}
+		rt.typedMu.Lock()
+		if t == (typedText{}) {
+			delete(rt.typed, c)
+		} else {
+			rt.typed[c] = t
+		}
+		rt.typedMu.Unlock()
+	}, nil
+}
+
+// remapper is the program of a statement in line that changes what typed
+// keys do in the shell that runs it (readline's bind, the terminal's
+// stty), or "".
+func remapper(line string) string {
+	if nesting.TooDeep(line) {
+		return ""
 	}
-	return nil
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		return ""
+	}
+	found := ""
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 && found == "" {
+			switch w := ce.Args[0].Lit(); w {
+			case "bind", "stty", "\\bind", "builtin":
+				if w == "builtin" && (len(ce.Args) < 2 || ce.Args[1].Lit() != "bind") {
+					break
+				}
+				found = strings.TrimPrefix(w, "\\")
+				if found == "builtin" {
+					found = "bind"
+				}
+			}
+		}
+		return found == ""
+	})
+	return found
+}
+
+// lockInput takes c's input lock: one exec.input at a time is checked and
+// written.
+func (rt *Runtime) lockInput(c *exec.Job) (unlock func()) {
+	m, _ := rt.inputLocks.LoadOrStore(c, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // uncheckable is the refusal of input the policy cannot check.
@@ -239,4 +334,10 @@ func (rt *Runtime) forgetTyped(c *exec.Job) {
 	rt.typedMu.Lock()
 	delete(rt.typed, c)
 	rt.typedMu.Unlock()
+}
+
+// commandGone drops what the runtime kept about c's input when c ends.
+func (rt *Runtime) commandGone(c *exec.Job) {
+	rt.forgetTyped(c)
+	rt.inputLocks.Delete(c)
 }

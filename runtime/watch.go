@@ -54,7 +54,7 @@ func (rt *Runtime) OnCommandEnd(f func(CommandEnd)) (remove func()) {
 // callbacks.
 func (rt *Runtime) commandEnded(j *exec.Job, x exec.Exit) {
 	rt.auditCommand(j, x)
-	rt.forgetTyped(j)
+	rt.commandGone(j)
 	fs := rt.ended.Load()
 	if len(fs) == 0 {
 		return

@@ -132,6 +132,17 @@ func (s *Session) InputModes() (appCursor, bracketedPaste bool, erase, eof byte)
 	return appCursor, bracketedPaste, erase, eof
 }
 
+// TerminalModes are the terminal's current modes.
+func (s *Session) TerminalModes() (termwait.Modes, error) {
+	s.twOnce.Do(func() {
+		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
+	})
+	if s.twErr != nil {
+		return termwait.Modes{}, s.twErr
+	}
+	return s.tw.Modes()
+}
+
 // maxCanonLine is the longest line a terminal in canonical mode keeps:
 // Linux's line discipline holds 4096 bytes and keeps the last for the
 // newline; what is typed beyond that is dropped without a word.

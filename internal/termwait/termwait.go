@@ -41,6 +41,14 @@ type Modes struct {
 	Echo      bool // ECHO
 	Erase     byte // VERASE, what Backspace should send
 	EOF       byte // VEOF, the end-of-file character
+	// Special are the characters the terminal (and readline, which takes
+	// its bindings from them) treats as more than text: erase, kill,
+	// word erase, literal next, interrupt and the rest, disabled ones
+	// left out.
+	Special []byte
+	// Remaps says that input's CR or NL is changed on its way (IGNCR,
+	// INLCR): a line does not end where the text says.
+	Remaps bool
 }
 
 // Status is one sample of the terminal's foreground job.
@@ -143,6 +151,13 @@ func (t *Terminal) ioctls(pgrp bool) (Modes, int, error) {
 		Echo:      tio.Lflag&unix.ECHO != 0,
 		Erase:     tio.Cc[unix.VERASE],
 		EOF:       tio.Cc[unix.VEOF],
+		Remaps:    tio.Iflag&(unix.IGNCR|unix.INLCR) != 0,
+	}
+	for _, i := range []int{unix.VINTR, unix.VQUIT, unix.VERASE, unix.VKILL, unix.VEOF, unix.VEOL, unix.VEOL2,
+		unix.VSTART, unix.VSTOP, unix.VSUSP, unix.VREPRINT, unix.VDISCARD, unix.VWERASE, unix.VLNEXT} {
+		if c := tio.Cc[i]; c != 0 { // 0 is _POSIX_VDISABLE on Linux
+			m.Special = append(m.Special, c)
+		}
 	}
 	return m, int(pg), nil
 }
