@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,7 +74,7 @@ func (rt *Runtime) inputReader(c *exec.Job) (comm string, ok bool) {
 	// only with its `read` builtin, whose input is data for the command.
 	trlShell := func(pid int) bool { return pid == shellPID && !s.Replaced() }
 	if st.Waiting {
-		if st.Kind == termwait.KindPassword || !shells[st.Reader.Comm] || trlShell(st.Reader.Pid) {
+		if st.Kind == termwait.KindPassword || !isShell(st.Reader.Pid, st.Reader.Comm) || trlShell(st.Reader.Pid) {
 			return "", true // a password read (`read -s`), or data for a program
 		}
 		return st.Reader.Comm, true
@@ -90,7 +91,7 @@ func (rt *Runtime) inputReader(c *exec.Job) (comm string, ok bool) {
 		if !ok {
 			return "", true
 		}
-		if shells[comm] {
+		if isShell(pid, comm) {
 			return comm, true
 		}
 		if pid == shellPID {
@@ -99,6 +100,17 @@ func (rt *Runtime) inputReader(c *exec.Job) (comm string, ok bool) {
 		pid = ppid
 	}
 	return "", true
+}
+
+// isShell reports whether process pid, named comm, is a shell: by its
+// name, or by the program it runs (a shell run through a link of another
+// name, `ln -s /bin/bash py; ./py -i`, is named py).
+func isShell(pid int, comm string) bool {
+	if shells[comm] {
+		return true
+	}
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err == nil && shells[path.Base(exe)]
 }
 
 // procParent reads pid's command name and parent from /proc/PID/stat.

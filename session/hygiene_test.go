@@ -587,3 +587,23 @@ done; echo done`
 		assert.True(t, os.IsNotExist(err), "%s: the shell ran a line a command wrote into its input", shell)
 	}
 }
+
+// TestReplacedSeesAnExec: Replaced is false for the shell trl started,
+// after commands have run and exported variables, and true once a command
+// puts another shell in its place with exec, even the very same program
+// and arguments (whose environment is then the shell's exports).
+func TestReplacedSeesAnExec(t *testing.T) {
+	m := newManager(t)
+	for _, shell := range lookShells(t) {
+		s, err := m.Create(Config{Shell: shell})
+		require.NoError(t, err)
+		run2(t, s, "export A=1; cd /; B=2")
+		assert.False(t, s.Replaced(), shell)
+		argv := strings.Join(s.argv, " ")
+		j, err := s.Start(Command{Text: "exec " + argv}, &splitSink{})
+		require.NoError(t, err)
+		require.Eventually(t, s.Replaced, 10*time.Second, 20*time.Millisecond, "%s: exec %s", shell, argv)
+		m.Destroy(s.ID(), true)
+		<-j.Done()
+	}
+}

@@ -215,16 +215,24 @@ func (s *Session) runsShellImage(pid int) bool {
 }
 
 // Replaced reports whether the session's shell process now runs another
-// program image or command line than trl started (a command ran `exec
-// bash`): what reads the terminal at the shell's pid is then no `read`
-// builtin of trl's shell but a shell at its own prompt. An exec of the
-// very same program and arguments is not seen.
+// program image, command line or start-up environment than trl started
+// it with (a command ran `exec bash`, or `exec /bin/sh -i`, whose
+// environment is the shell's exports, never exactly trl's): what reads
+// the terminal at the shell's pid is then no `read` builtin of trl's
+// shell but a shell at its own prompt. When /proc cannot be read it
+// reports true: the reader is then checked as a shell.
 func (s *Session) Replaced() bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/cmdline")
+	base := "/proc/" + strconv.Itoa(s.pid) + "/"
+	cmdline, err := os.ReadFile(base + "cmdline")
 	if err != nil {
-		return false
+		return true
 	}
-	return !s.runsShellImage(s.pid) || string(b) != strings.Join(s.argv, "\x00")+"\x00"
+	environ, err := os.ReadFile(base + "environ")
+	if err != nil {
+		return true
+	}
+	return !s.runsShellImage(s.pid) || string(cmdline) != strings.Join(s.argv, "\x00")+"\x00" ||
+		string(environ) != strings.Join(s.startEnv, "\x00")+"\x00"
 }
 
 // shellSettle is how long after a line's start record the shell may be
