@@ -137,6 +137,10 @@ var probeLines = []struct {
 	{"compgen -C trlprobe x", true},
 	{"history -s trlprobe; fc -s trlprobe", true},
 	{"rbash -c trlprobe", true}, // Debian's bash package has rbash
+	{"read PS4 <<< '$(trlprobe)'; set -x; true", true},
+	{"printf -v PS4 '%s' '$(trlprobe)'; set -x; true", true},
+	{"declare -n r=PS4; r='$(trlprobe)'; set -x; true", true},
+	{"read PROMPT_COMMAND <<< trlprobe", false}, // run by an interactive bash
 	// zsh: run by zsh only.
 	{"=trlprobe", false},
 	{"noglob trlprobe", false},

@@ -162,7 +162,32 @@ func (s *scanner) assigns(st *syntax.Stmt, src string, as []*syntax.Assign) {
 		if a.Name != nil && laterRun[a.Name.Value] {
 			s.cmds = append(s.cmds, command{text: src, unknown: a.Name.Value + " is set here, and the shell runs its value as commands later"})
 		}
+		if a.Value != nil {
+			// declare -n r=PROMPT_COMMAND: assigning r sets it.
+			if v, ok := literal(a.Value); ok && laterRun[v] {
+				s.cmds = append(s.cmds, command{text: src, unknown: v + " is named here, and the shell runs its value as commands later"})
+			}
+		}
 	}
+}
+
+// setsLaterRun says why a builtin that assigns the variables its words
+// name (read, printf -v, getopts, mapfile) sets one the shell runs later,
+// or "". Only literal words are looked at: a name that is an expansion
+// (`read "$v"`) is not seen, as a prompt given by one (`read -p "$p"`)
+// must not be refused.
+func setsLaterRun(prog string, args []*syntax.Word) string {
+	for _, w := range args {
+		v, ok := literal(w)
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(v, "[")
+		if laterRun[name] {
+			return prog + " sets " + name + ", whose value the shell runs as commands later"
+		}
+	}
+	return ""
 }
 
 // call is what looking at one simple command needs besides its words.
@@ -283,7 +308,14 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 			// script (an option here is refused by the shell).
 			s.script(v, x.depth+1)
 		}
-	case "mapfile", "readarray", "compgen", "complete":
+	case "read", "getopts":
+		return setsLaterRun(prog, args)
+	case "mapfile", "readarray":
+		if why := setsLaterRun(prog, args); why != "" {
+			return why
+		}
+		fallthrough
+	case "compgen", "complete":
 		for _, w := range args {
 			v, ok := literal(w)
 			if !ok {
@@ -291,6 +323,14 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 			}
 			if strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.ContainsAny(v, "CF") {
 				return prog + " -C or -F runs a command or function given as a string"
+			}
+		}
+	case "printf":
+		for i, w := range args {
+			if v, ok := literal(w); ok && v == "-v" && i+1 < len(args) {
+				if why := setsLaterRun(prog, args[i+1:i+2]); why != "" {
+					return why
+				}
 			}
 		}
 	case "fc":
