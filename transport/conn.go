@@ -47,8 +47,9 @@ type ConnOptions struct {
 	// contract), and every request read is answered before the end.
 	// MaxInFlight does not apply. Messages are read ahead meanwhile, so
 	// that an exec.input or exec.cancel naming its command's exec_id is
-	// handled as it is read (atOnce): a command waiting for input would
-	// otherwise hold up the very request that answers it, for ever.
+	// handled as it is read (atOnce; those run one at a time in their own
+	// order): a command waiting for input would otherwise hold up the
+	// very request that answers it, for ever.
 	Sequential bool
 	// Logger receives handler panics and write failures; the zero value
 	// logs nothing.
@@ -105,6 +106,9 @@ type conn struct {
 	// (drain) ends when the reader closes it.
 	backlog     chan queued
 	backlogOnce sync.Once
+	// urgent, in a sequential connection, holds the requests handled as
+	// they are read (atOnce), for their one worker; closed with backlog.
+	urgent chan *protocol.Request
 	// idle hands a request to a worker waiting for one (start).
 	idle    chan *protocol.Request
 	drained chan struct{}
@@ -146,6 +150,18 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 	c.backlog, c.drained = make(chan queued, opts.Backlog), make(chan struct{})
 	c.idle = make(chan *protocol.Request)
 	go c.drain()
+	if opts.Sequential {
+		// The requests handled as read (atOnce) run in their own order,
+		// one at a time, beside the backlog's.
+		c.urgent = make(chan *protocol.Request, opts.Backlog)
+		c.wg.Go(func() {
+			for req := range c.urgent {
+				if c.ctx.Err() == nil {
+					c.run(req)
+				}
+			}
+		})
+	}
 	// The reader can only be woken from a blocked Read by closing, so a
 	// server shutdown closes the connection rather than waiting for the
 	// client. AfterFunc's goroutine exists only if parent ends first, and
@@ -235,7 +251,14 @@ func (c *conn) finishHalfClosed(parent context.Context, hangup hangupFunc) {
 }
 
 // endBacklog tells drain that no more requests come, once.
-func (c *conn) endBacklog() { c.backlogOnce.Do(func() { close(c.backlog) }) }
+func (c *conn) endBacklog() {
+	c.backlogOnce.Do(func() {
+		close(c.backlog)
+		if c.urgent != nil {
+			close(c.urgent)
+		}
+	})
+}
 
 // close closes the connection once; later calls wait for the first.
 func (c *conn) close() {
@@ -257,9 +280,15 @@ func (c *conn) dispatch(msg []byte) {
 		c.queue(queued{req: req})
 		return
 	}
-	if req.Method == protocol.MethodExecCancel || c.opts.Sequential {
-		// A cancel must not wait in line behind what it cancels (nor, in
-		// a sequential connection, an input: atOnce).
+	if c.opts.Sequential {
+		select { // atOnce: in order among themselves
+		case c.urgent <- req:
+		case <-c.ctx.Done():
+		}
+		return
+	}
+	if req.Method == protocol.MethodExecCancel {
+		// A cancel must not wait in line behind what it cancels.
 		c.wg.Go(func() { c.run(req) })
 		return
 	}

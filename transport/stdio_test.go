@@ -118,6 +118,6 @@ func TestStdioInputReachesARunningCommand(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
 		ids = append(ids, string(m.ID))
 	}
-	require.ElementsMatch(t, []string{"2", "4"}, ids[:2], "the ones naming an exec_id first: %s", out.String())
+	require.Equal(t, []string{"2", "4"}, ids[:2], "the ones naming an exec_id first, in their order: %s", out.String())
 	require.Equal(t, []string{"1", "3", "null"}, ids[2:], "then the others in order: %s", out.String())
 }
