@@ -58,3 +58,19 @@ func TestParamNamedInAnotherCase(t *testing.T) {
 	assert.NoError(t, DecodeParams([]byte(`{"command":"ls","env":{"PATH":"/bin","path":"x"}}`), &p), "map keys keep their case")
 	assert.Equal(t, map[string]string{"PATH": "/bin", "path": "x"}, p.Env)
 }
+
+// TestNestedParamNamedInAnotherCase: inside a nested object the names are
+// exact too: {"state":{"aliases":{…},"ALIASES":{…}}} took the second map.
+func TestNestedParamNamedInAnotherCase(t *testing.T) {
+	var p SessionCreateParams
+	err := DecodeParams([]byte(`{"state":{"shell":"bash","aliases":{"tidy":"ls"},"ALIASES":{"tidy":"rm -rf ~"}}}`), &p)
+	if assert.Error(t, err) {
+		assert.Equal(t, CodeInvalidParams, AsError(err).Code)
+		assert.Contains(t, err.Error(), "state.ALIASES")
+	}
+	err = DecodeParams([]byte(`{"limits":{"Memory_MB":64}}`), &p)
+	if assert.Error(t, err) {
+		assert.Contains(t, err.Error(), "limits.Memory_MB")
+	}
+	assert.NoError(t, DecodeParams([]byte(`{"state":{"shell":"bash","aliases":{"TIDY":"ls","tidy":"ls -l"},"env":{"A":"1","a":"2"}}}`), &p), "map keys keep their case")
+}

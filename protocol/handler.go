@@ -70,42 +70,137 @@ func DecodeParams(raw json.RawMessage, dst any) error {
 	// case ("COMMAND" is command), so {"command":"ls","COMMAND":"rm -rf
 	// ~"} ran what a reader of the first took for a duplicate the
 	// request would be refused for. A parameter is named exactly.
-	exact := exactNames(reflect.TypeOf(dst))
-	var inexact string
-	topKeys(raw, func(k string) bool {
-		if exact == nil {
-			return false
+	if name, top := inexactKey(raw, reflect.TypeOf(dst), ""); name != "" {
+		if top {
+			return unknownParam(name, paramNames(reflect.TypeOf(dst)))
 		}
-		if !exact[k] {
-			inexact = k
-		}
-		return inexact == ""
-	})
-	if inexact != "" {
-		return unknownParam(inexact, paramNames(reflect.TypeOf(dst)))
+		return Errorf(CodeInvalidParams, "unknown parameter %s: parameter names are exact, case included; see the method's parameters in docs/protocol.md", name)
 	}
 	return nil
 }
 
-// exactNames is the set of paramNames of t, made once per type; nil
-// (no check) for a type that is no struct or decodes itself.
-func exactNames(t reflect.Type) map[string]bool {
+// exactNames is what the exact-name check needs of a type, made once per
+// type: its parameter names, and the fields whose values hold objects of
+// checked types (nested). Nil (no check) for a type that is no struct,
+// decodes itself, or has a field without a json tag.
+type exactNames struct {
+	names  map[string]bool
+	nested map[string]reflect.Type
+}
+
+func exactOf(t reflect.Type) *exactNames {
 	if m, ok := exactCache.Load(t); ok {
-		return m.(map[string]bool)
+		return m.(*exactNames)
 	}
-	var m map[string]bool
-	st := t
-	for st.Kind() == reflect.Pointer {
-		st = st.Elem()
-	}
+	var e *exactNames
+	st := deref(t)
 	if st.Kind() == reflect.Struct && !reflect.PointerTo(st).Implements(unmarshaler) && tagged(st) {
-		m = map[string]bool{}
+		e = &exactNames{names: map[string]bool{}, nested: map[string]reflect.Type{}}
 		for _, n := range paramNames(t) {
-			m[n] = true
+			e.names[n] = true
+		}
+		for i := 0; i < st.NumField(); i++ {
+			f := st.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if tag == "" || tag == "-" || !f.IsExported() {
+				continue
+			}
+			if holdsChecked(f.Type, 0) {
+				e.nested[tag] = f.Type
+			}
 		}
 	}
-	exactCache.Store(t, m)
-	return m
+	exactCache.Store(t, e)
+	return e
+}
+
+// holdsChecked reports whether values of t hold objects the exact-name
+// check looks at: a checked struct, or a slice, array or map of them.
+func holdsChecked(t reflect.Type, depth int) bool {
+	t = deref(t)
+	switch {
+	case depth > 4:
+		return false
+	case t.Kind() == reflect.Struct:
+		return !reflect.PointerTo(t).Implements(unmarshaler) && tagged(t)
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map:
+		return holdsChecked(t.Elem(), depth+1)
+	}
+	return false
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// inexactKey returns the first key of JSON object raw, decoded into t,
+// that names no field of t exactly (encoding/json takes "COMMAND" for
+// command), looking into nested objects of checked types too
+// ({"state":{"aliases":…,"ALIASES":…}}); top says it is one of raw's own
+// keys. Keys of maps are names of the caller's, kept as they are.
+func inexactKey(raw []byte, t reflect.Type, prefix string) (name string, top bool) {
+	e := exactOf(t)
+	if e == nil {
+		return "", false
+	}
+	topKeys(raw, func(k string) bool {
+		if !e.names[k] {
+			name = k
+		}
+		return name == ""
+	})
+	if name != "" {
+		return prefix + name, prefix == ""
+	}
+	if len(e.nested) == 0 {
+		return "", false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return "", false
+	}
+	for k, ft := range e.nested {
+		if v, ok := fields[k]; ok {
+			if name := inexactValue(v, ft, prefix+k); name != "" {
+				return name, false
+			}
+		}
+	}
+	return "", false
+}
+
+// inexactValue is inexactKey for a value of type t at path.
+func inexactValue(v json.RawMessage, t reflect.Type, path string) string {
+	t = deref(t)
+	switch t.Kind() {
+	case reflect.Struct:
+		name, _ := inexactKey(v, t, path+".")
+		return name
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		if json.Unmarshal(v, &items) != nil {
+			return ""
+		}
+		for i, it := range items {
+			if name := inexactValue(it, t.Elem(), path+"["+strconv.Itoa(i)+"]"); name != "" {
+				return name
+			}
+		}
+	case reflect.Map:
+		var items map[string]json.RawMessage
+		if json.Unmarshal(v, &items) != nil {
+			return ""
+		}
+		for k, it := range items {
+			if name := inexactValue(it, t.Elem(), path+"."+k); name != "" {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // tagged reports whether every exported field of struct t names its
@@ -131,7 +226,7 @@ func tagged(t reflect.Type) bool {
 }
 
 var (
-	exactCache  sync.Map // reflect.Type → map[string]bool
+	exactCache  sync.Map // reflect.Type → *exactNames
 	unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 )
 
