@@ -40,13 +40,7 @@ func duplicateKey(msg []byte) (string, bool) {
 		case ',':
 			expectKey = len(stack) > 0 && stack[len(stack)-1].object
 		case '"':
-			j := i + 1
-			for ; j < len(msg) && msg[j] != '"'; j++ {
-				if msg[j] == '\\' {
-					j++
-				}
-			}
-			j = min(j, len(msg))
+			j := stringEnd(msg, i)
 			if expectKey && len(stack) > 0 {
 				key := unescapedKey(msg, i, j)
 				f := &stack[len(stack)-1]
@@ -95,13 +89,7 @@ func topKeys(obj []byte, fn func(key string) bool) {
 		case ',':
 			expectKey = depth == 1
 		case '"':
-			j := i + 1
-			for ; j < len(obj) && obj[j] != '"'; j++ {
-				if obj[j] == '\\' {
-					j++
-				}
-			}
-			j = min(j, len(obj))
+			j := stringEnd(obj, i)
 			if expectKey && !fn(unescapedKey(obj, i, j)) {
 				return
 			}
@@ -109,4 +97,16 @@ func topKeys(obj []byte, fn func(key string) bool) {
 			i = j
 		}
 	}
+}
+
+// stringEnd is the index of the quote that ends the JSON string opened at
+// b[open], or len(b) when it is not closed.
+func stringEnd(b []byte, open int) int {
+	j := open + 1
+	for ; j < len(b) && b[j] != '"'; j++ {
+		if b[j] == '\\' {
+			j++
+		}
+	}
+	return min(j, len(b))
 }

@@ -443,6 +443,25 @@ func TestApprovalWithdrawnWhenTheSessionGoes(t *testing.T) {
 	assert.Contains(t, in.Outcome.Reason, "session")
 }
 
+// typedInputSetup is the typed-input tests' runtime under testPolicy, a
+// marker file that rm would remove, and denied, which asserts an input
+// was refused with COMMAND_DENIED and the marker is still there.
+func typedInputSetup(t *testing.T) (*Runtime, string, func(*testing.T, string, error)) {
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for the nested shell:", err)
+	}
+	rt := policyRuntime(t, time.Minute)
+	mark := filepath.Join(t.TempDir(), "marker")
+	require.NoError(t, os.WriteFile(mark, []byte("x"), 0o600))
+	return rt, mark, func(t *testing.T, what string, err error) {
+		t.Helper()
+		require.Error(t, err, what)
+		assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code, "%s: %v", what, err)
+		_, statErr := os.Stat(mark)
+		require.NoError(t, statErr, "%s: the marker was removed", what)
+	}
+}
+
 // TestTypedLinesCheckedAsTheShellRunsThem: every way the helpers typed a
 // denied line into a nested shell past the check is refused, with the
 // marker file still there after each: a backslash continuation in one
@@ -451,19 +470,7 @@ func TestApprovalWithdrawnWhenTheSessionGoes(t *testing.T) {
 // with exec, and text typed ahead while the nested shell runs a command.
 // A line a person could type still runs, and C-c throws a kept line away.
 func TestTypedLinesCheckedAsTheShellRunsThem(t *testing.T) {
-	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skip("needs bash for the nested shell:", err)
-	}
-	rt := policyRuntime(t, time.Minute)
-	mark := filepath.Join(t.TempDir(), "marker")
-	require.NoError(t, os.WriteFile(mark, []byte("x"), 0o600))
-	denied := func(t *testing.T, what string, err error) {
-		t.Helper()
-		require.Error(t, err, what)
-		assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code, "%s: %v", what, err)
-		_, statErr := os.Stat(mark)
-		require.NoError(t, statErr, "%s: the marker was removed", what)
-	}
+	rt, mark, denied := typedInputSetup(t)
 	typeIn := func(id string, in ...protocol.InputItem) (protocol.ExecStatus, error) {
 		return rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: id, Input: protocol.InputList(in)})
 	}
@@ -517,30 +524,21 @@ func TestTypedLinesCheckedAsTheShellRunsThem(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
-	t.Run("exec bash", func(t *testing.T) {
-		s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/sh"})
-		require.NoError(t, err)
-		line := "exec bash --norc --noprofile -i"
-		st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: s.SessionID, Command: &line})
-		require.NoError(t, err)
-		require.Equal(t, protocol.StateWaitingInput, st.State)
-		_, err = typeIn(st.ExecID, protocol.Text("rm -f "+mark+"\n"))
-		denied(t, "a shell in place of the session's", err)
-		_, err = rt.SessionDestroy(agentCtx(), protocol.SessionDestroyParams{SessionID: s.SessionID, Force: true})
-		require.NoError(t, err)
-	})
-	t.Run("exec of the session's own command line", func(t *testing.T) {
-		s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/sh"})
-		require.NoError(t, err)
-		line := "exec /bin/sh -i"
-		st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: s.SessionID, Command: &line})
-		require.NoError(t, err)
-		require.Equal(t, protocol.StateWaitingInput, st.State)
-		_, err = typeIn(st.ExecID, protocol.Text("rm -f "+mark+"\n"))
-		denied(t, "the same shell and arguments, exec'd", err)
-		_, err = rt.SessionDestroy(agentCtx(), protocol.SessionDestroyParams{SessionID: s.SessionID, Force: true})
-		require.NoError(t, err)
-	})
+	// A shell a command put in place of the session's: another one, or
+	// the very same program and arguments.
+	for _, line := range []string{"exec bash --norc --noprofile -i", "exec /bin/sh -i"} {
+		t.Run(line, func(t *testing.T) {
+			s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/sh"})
+			require.NoError(t, err)
+			st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: s.SessionID, Command: &line})
+			require.NoError(t, err)
+			require.Equal(t, protocol.StateWaitingInput, st.State)
+			_, err = typeIn(st.ExecID, protocol.Text("rm -f "+mark+"\n"))
+			denied(t, "a shell in place of the session's", err)
+			_, err = rt.SessionDestroy(agentCtx(), protocol.SessionDestroyParams{SessionID: s.SessionID, Force: true})
+			require.NoError(t, err)
+		})
+	}
 	t.Run("a shell by another name", func(t *testing.T) {
 		py := filepath.Join(t.TempDir(), "py")
 		require.NoError(t, os.Symlink("/bin/bash", py))
@@ -657,19 +655,7 @@ func TestAwaitingApprovalHoldsTheSession(t *testing.T) {
 // C-d handing a half-typed line to the shell, and an alias defined in the
 // nested shell then used there.
 func TestTypedInputTheTerminalWouldRemap(t *testing.T) {
-	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skip("needs bash for the nested shell:", err)
-	}
-	rt := policyRuntime(t, time.Minute)
-	mark := filepath.Join(t.TempDir(), "marker")
-	require.NoError(t, os.WriteFile(mark, []byte("x"), 0o600))
-	denied := func(t *testing.T, what string, err error) {
-		t.Helper()
-		require.Error(t, err, what)
-		assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code, "%s: %v", what, err)
-		_, statErr := os.Stat(mark)
-		require.NoError(t, statErr, "%s: the marker was removed", what)
-	}
+	rt, mark, denied := typedInputSetup(t)
 	for _, nested := range []string{"bash --norc --noprofile -i", "sh -i"} {
 		t.Run(nested, func(t *testing.T) {
 			start := func(line string) (string, func(in ...protocol.InputItem) error) {
