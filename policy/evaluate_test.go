@@ -235,6 +235,10 @@ func TestDeeplyNestedLine(t *testing.T) {
 		"if":        strings.Repeat("if true; then ", 100_000) + "true" + strings.Repeat("; fi", 100_000),
 		"quoted )":  strings.Repeat("echo ')' $(", nesting.Max+1) + "true" + strings.Repeat(")", nesting.Max+1),
 		"just over": strings.Repeat("$(", nesting.Max/2+1) + "true" + strings.Repeat(")", nesting.Max/2+1),
+		"!":         "echo $((" + strings.Repeat("!", 1_000_000) + "1))",
+		"|":         "true" + strings.Repeat("|true", 500_000),
+		"&&":        "true" + strings.Repeat(" && true", 500_000),
+		"[[ !":      "[[ " + strings.Repeat("! ", 500_000) + "x ]]",
 	}
 	for name, line := range deep {
 		start := time.Now()
@@ -247,6 +251,11 @@ func TestDeeplyNestedLine(t *testing.T) {
 	d := p.Evaluate(Input{Line: line})
 	assert.Equal(t, Deny, d.Action)
 	assert.Equal(t, "rm", strings.Fields(d.Command)[0], "the rm inside 50 levels is found: %+v", d)
+	line = "echo $((" + strings.Repeat("!", nesting.MaxBytes-20) + "1))"
+	start0 := time.Now()
+	d = p.Evaluate(Input{Line: line})
+	assert.NotEqual(t, "unknown", d.RuleName, "a line at the byte bound is parsed: %+v", d)
+	assert.Less(t, time.Since(start0), 10*time.Second)
 	// At the bound, a dynamic program word at every level: parsed, the
 	// reasons quoting it clipped.
 	n := nesting.Max / 2

@@ -74,8 +74,8 @@ func (s *scanner) script(src string, depth int) {
 		s.cmds = append(s.cmds, command{text: src, unknown: "too many scripts inside the line to follow"})
 		return
 	}
-	if n := nesting.Openers(src); n > nesting.Max {
-		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line holds %d brackets and blocks, more than the %d followed", n, nesting.Max)})
+	if nesting.TooDeep(src) {
+		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line is longer than %d bytes or holds more than %d brackets and blocks: not followed", nesting.MaxBytes, nesting.Max)})
 		return
 	}
 	p := parsers.Get().(*syntax.Parser)

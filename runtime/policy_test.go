@@ -691,3 +691,31 @@ func TestTypedInputTheTerminalWouldRemap(t *testing.T) {
 		})
 	}
 }
+
+// TestTypedInputBounded: what is typed into a nested shell under a policy
+// is bounded, in one call and in one open statement (an open quote and
+// 40,000 lines took 15 s of CPU, and 16 MiB calls could pin a core for
+// hours).
+func TestTypedInputBounded(t *testing.T) {
+	rt, _, denied := typedInputSetup(t)
+	line := "bash --norc --noprofile"
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &line})
+	require.NoError(t, err)
+	require.Equal(t, protocol.StateWaitingInput, st.State)
+	typeIn := func(in ...protocol.InputItem) error {
+		_, err := rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList(in)})
+		return err
+	}
+	start := time.Now()
+	denied(t, "a big call", typeIn(protocol.Text("echo '\n"+strings.Repeat("x\n", 40_000))))
+	require.NoError(t, typeIn(protocol.Text("echo '\n")))
+	for range 4 {
+		if err = typeIn(protocol.Text(strings.Repeat("x\n", 2_500))); err != nil {
+			break
+		}
+	}
+	denied(t, "an open statement grown past the bound", err)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	_, err = rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID, Signal: "KILL"})
+	require.NoError(t, err)
+}

@@ -168,10 +168,23 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 		unlock()
 		return done, protocol.Errorf(protocol.CodeCommandDenied, "earlier input reached %s only in part, so what its line holds is not known: type C-c alone first to throw it away; nothing was typed", comm)
 	}
+	typed := 0
+	for _, it := range items {
+		typed += len(it.Value)
+	}
+	if typed > maxTyped {
+		unlock()
+		return done, protocol.Errorf(protocol.CodeCommandDenied, "under the command policy, at most %d bytes are typed into %s in one call (each line is checked as the shell will run it); nothing was typed. Run long scripts with exec.run", maxTyped, comm)
+	}
 	var stmts []string
+	long := false
 	endLine := func() {
 		full := t.stmt + t.line + "\n"
 		t.line = ""
+		if len(full) > maxTyped {
+			long = true
+			return
+		}
 		if incomplete(full) {
 			t.stmt = full
 			return
@@ -232,6 +245,9 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 				return refuse(uncheckable(comm, "the end-of-file character after text on the line"))
 			}
 		}
+	}
+	if long || len(t.line) > maxTyped {
+		return refuse(protocol.Errorf(protocol.CodeCommandDenied, "under the command policy, a statement typed into %s may be at most %d bytes (an open quote, block or here-document keeps it open); nothing was typed. Type C-c to throw it away, and run long scripts with exec.run", comm, maxTyped))
 	}
 	caller := protocol.CallerFrom(ctx)
 	var aliases []map[string]string
@@ -319,6 +335,12 @@ func (rt *Runtime) lockInput(c *exec.Job) (unlock func()) {
 	mu.Lock()
 	return mu.Unlock
 }
+
+// maxTyped bounds what is typed into a shell under a policy, in one call
+// and in one open statement: each line re-reads its open statement, so
+// the cost grows with the square of its length (40,000 lines of an open
+// quote took 15 s of CPU).
+const maxTyped = 16 << 10
 
 // uncheckable is the refusal of input the policy cannot check.
 func uncheckable(comm, what string) error {

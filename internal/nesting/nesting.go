@@ -1,8 +1,10 @@
 // Package nesting bounds what trl hands to the shell parser
 // (mvdan.cc/sh): the parser recurses once per level of nesting, so a line
 // of a million nested `$(` overflowed the daemon's stack and crashed it
-// (600,000 nested `{` or `${x:-` did too), and fifty thousand took
-// gigabytes. A line that may nest too deep is not parsed.
+// (600,000 nested `{` or `${x:-` did too, and a million `!` in `$((…))`, and
+// half a million `|true`), and fifty thousand took gigabytes. Nearly any
+// operator can nest, so the bound is the line's length, with a tighter
+// one on what opens blocks: a line that may nest too deep is not parsed.
 package nesting
 
 import "strings"
@@ -25,8 +27,12 @@ func Openers(src string) int {
 	return n
 }
 
-// TooDeep reports whether src holds more than Max openers.
-func TooDeep(src string) bool { return Openers(src) > Max }
+// MaxBytes is the longest text parsed: no more levels than bytes.
+const MaxBytes = 64 << 10
+
+// TooDeep reports whether src is longer than MaxBytes or holds more than
+// Max openers.
+func TooDeep(src string) bool { return len(src) > MaxBytes || Openers(src) > Max }
 
 // words counts w in src where it stands as a word of its own.
 func words(src, w string) int {
