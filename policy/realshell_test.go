@@ -141,6 +141,12 @@ var probeLines = []struct {
 	{"printf -v PS4 '%s' '$(trlprobe)'; set -x; true", true},
 	{"declare -n r=PS4; r='$(trlprobe)'; set -x; true", true},
 	{"read PROMPT_COMMAND <<< trlprobe", false}, // run by an interactive bash
+	{"echo trlprobe | { sh; }", true},
+	{"echo trlprobe | (sh)", true},
+	{"f() { sh; }; echo trlprobe | f", true},
+	{"bash -c sh <<< trlprobe", true},
+	{"{ sh; } <<< trlprobe", true},
+	{"sh <<EOF\necho \\`trlprobe\\`\nEOF", true},
 	// zsh: run by zsh only.
 	{"=trlprobe", false},
 	{"noglob trlprobe", false},

@@ -59,6 +59,9 @@ type scanner struct {
 	defined map[string]string
 	// expanding are the aliases whose values are being looked at.
 	expanding []string
+	// top are the line's own statements (file): a shell given no script
+	// reads the terminal only from one of them.
+	top map[*syntax.Stmt]bool
 	// scripts counts the scripts parsed, against maxScripts.
 	scripts int
 }
@@ -89,6 +92,22 @@ func (s *scanner) script(src string, depth int) {
 }
 
 func (s *scanner) file(f *syntax.File, src string, depth int) {
+	if depth == 0 {
+		// The statements of the line itself, and of its && || | lists:
+		// only there does a shell without a script read the terminal.
+		s.top = map[*syntax.Stmt]bool{}
+		var mark func(st *syntax.Stmt)
+		mark = func(st *syntax.Stmt) {
+			s.top[st] = true
+			if b, ok := st.Cmd.(*syntax.BinaryCmd); ok {
+				mark(b.X)
+				mark(b.Y)
+			}
+		}
+		for _, st := range f.Stmts {
+			mark(st)
+		}
+	}
 	// piped holds the statements whose standard input is a pipe: a shell
 	// there reads its script from whatever writes to the pipe.
 	var piped map[*syntax.Stmt]bool

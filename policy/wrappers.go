@@ -231,6 +231,12 @@ func (s *scanner) shell(x *call, args []*syntax.Word) string {
 			if !ok {
 				return "the here-document given to the shell has expansions known only when the line runs"
 			}
+			if _, quoted := literalUnquoted(r.Word); !quoted {
+				// An unquoted delimiter: the shell that writes the body
+				// removes the backslash of \$ \` \\ and \newline first (`echo
+				// \`cmd\`` reaches the reading shell as `echo `cmd``).
+				src = hdocUnescape(src)
+			}
 			s.script(src, x.depth+1)
 			return ""
 		case syntax.WordHdoc:
@@ -247,7 +253,47 @@ func (s *scanner) shell(x *call, args []*syntax.Word) string {
 	if x.piped {
 		return "the shell reads its script from a pipe, not known before the line runs"
 	}
+	if x.depth > 0 || !s.top[x.stmt] {
+		// Inside a group, subshell, function, alias or script, its input
+		// may be whatever the enclosing statement's is: `echo cmd | { sh; }`.
+		return "the shell reads its script from its standard input, which may not be the terminal"
+	}
 	return ""
+}
+
+// literalUnquoted is w's text when it is one plain literal, and whether
+// any of it is quoted or escaped (a here-document's delimiter: quoted,
+// its body is taken as it is).
+func literalUnquoted(w *syntax.Word) (string, bool) {
+	if w == nil || len(w.Parts) != 1 {
+		return "", true
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	if !ok || strings.Contains(l.Value, `\`) {
+		return "", true
+	}
+	return l.Value, false
+}
+
+// hdocUnescape is what an unquoted here-document's literal body becomes:
+// a backslash before $, `, \ or a newline is removed (with the newline).
+func hdocUnescape(body string) string {
+	var b strings.Builder
+	for i := 0; i < len(body); i++ {
+		if body[i] == '\\' && i+1 < len(body) {
+			switch body[i+1] {
+			case '$', '`', '\\':
+				b.WriteByte(body[i+1])
+				i++
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(body[i])
+	}
+	return b.String()
 }
 
 // hdocLiteral is a here-document's body when it has no expansions. Its
