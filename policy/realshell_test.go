@@ -142,6 +142,10 @@ var probeLines = []struct {
 	{"declare -n r=PS4; r='$(trlprobe)'; set -x; true", true},
 	{"read PROMPT_COMMAND <<< trlprobe", false}, // run by an interactive bash
 	{"echo trlprobe | { sh; }", true},
+	{"x='$(trlprobe)'; echo \"${x@P}\"", true},
+	{"compgen -W '$(trlprobe)' x", true},
+	{"unset PS4; : \"${PS4:=\\$(trlprobe)}\"; set -x; true", true},
+	{"declare \"PS4=\\$(trlprobe)\"; set -x; true", true},
 	{"echo trlprobe | (sh)", true},
 	{"f() { sh; }; echo trlprobe | f", true},
 	{"bash -c sh <<< trlprobe", true},

@@ -149,6 +149,19 @@ func (s *scanner) file(f *syntax.File, src string, depth int) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		var v string
 		switch p := n.(type) {
+		case *syntax.ParamExp:
+			if p.Exp == nil || p.Param == nil {
+				return true
+			}
+			switch {
+			case (p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull) && laterRun[p.Param.Value]:
+				s.cmds = append(s.cmds, command{text: src, unknown: "${" + p.Param.Value + ":=…} sets " + p.Param.Value + ", whose value the shell runs as commands later"})
+			case p.Exp.Op == syntax.OtherParamOps && p.Exp.Word != nil && strings.Contains(p.Exp.Word.Lit(), "P"):
+				// ${x@P} expands x as a prompt: its command
+				// substitutions run.
+				s.cmds = append(s.cmds, command{text: src, unknown: "${" + p.Param.Value + "@P} runs the command substitutions in the variable's value"})
+			}
+			return true
 		case *syntax.SglQuoted:
 			v = p.Value
 		case *syntax.Lit:
@@ -182,9 +195,14 @@ func (s *scanner) assigns(st *syntax.Stmt, src string, as []*syntax.Assign) {
 			s.cmds = append(s.cmds, command{text: src, unknown: a.Name.Value + " is set here, and the shell runs its value as commands later"})
 		}
 		if a.Value != nil {
-			// declare -n r=PROMPT_COMMAND: assigning r sets it.
-			if v, ok := literal(a.Value); ok && laterRun[v] {
-				s.cmds = append(s.cmds, command{text: src, unknown: v + " is named here, and the shell runs its value as commands later"})
+			// declare -n r=PROMPT_COMMAND: assigning r sets it; and
+			// declare "PROMPT_COMMAND=…", a quoted naked argument,
+			// assigns it.
+			if v, ok := literal(a.Value); ok {
+				name, _, _ := strings.Cut(v, "=")
+				if laterRun[name] {
+					s.cmds = append(s.cmds, command{text: src, unknown: name + " is named here, and the shell runs its value as commands later"})
+				}
 			}
 		}
 	}
@@ -340,8 +358,8 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 			if !ok {
 				return prog + " with an argument known only when the line runs (-C or -F would run it)"
 			}
-			if strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.ContainsAny(v, "CF") {
-				return prog + " -C or -F runs a command or function given as a string"
+			if strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.ContainsAny(v, "CFW") {
+				return prog + " -C, -F or -W runs a command or function, or expands words, given as a string"
 			}
 		}
 	case "printf":
