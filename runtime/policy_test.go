@@ -649,11 +649,12 @@ func TestAwaitingApprovalHoldsTheSession(t *testing.T) {
 	assert.Equal(t, "idle", in.State)
 }
 
-// TestTypedInputTheTerminalWouldRemap: what a reviewer typed past the
+// TestTypedInputTheTerminalWouldRemap: what reviewers typed past the
 // typed-line check is refused: a character `stty` made special (erase q,
 // then "qqqqqrm -f M" was checked as echo's argument), readline's `bind`,
-// C-d handing a half-typed line to the shell, and an alias defined in the
-// nested shell then used there.
+// C-d handing a half-typed line to the shell, an alias defined in the
+// nested shell then used there, and bash's history expansion (`!!:1-$`
+// after `echo rm -f M`).
 func TestTypedInputTheTerminalWouldRemap(t *testing.T) {
 	rt, mark, denied := typedInputSetup(t)
 	for _, nested := range []string{"bash --norc --noprofile -i", "sh -i"} {
@@ -687,6 +688,12 @@ func TestTypedInputTheTerminalWouldRemap(t *testing.T) {
 			require.NoError(t, typeIn(protocol.Key("C-u")))
 			require.NoError(t, typeIn(protocol.Text("alias s=env\n")))
 			denied(t, "an alias defined in the nested shell", typeIn(protocol.Text("s rm -f "+mark+"\n")))
+			if strings.HasPrefix(nested, "bash") {
+				require.NoError(t, typeIn(protocol.Text("echo rm -f "+mark+"\n")))
+				denied(t, "history expansion", typeIn(protocol.Text("!!:1-$\n")))
+				denied(t, "quick substitution", typeIn(protocol.Text("^echo ^\n")))
+				require.NoError(t, typeIn(protocol.Text("test 1 != 2 && echo ok\n")), "a ! that expands nothing")
+			}
 			end(id)
 		})
 	}

@@ -60,14 +60,14 @@ type typedText struct {
 // inputReader is who will read what exec.input types into c: the shell
 // it must be checked for (comm, "" when it is data for a program or a
 // password), or ok false when that cannot be told.
-func (rt *Runtime) inputReader(c *exec.Job) (comm string, ok bool) {
+func (rt *Runtime) inputReader(c *exec.Job) (comm string, pid int, ok bool) {
 	s := c.Session()
 	if s == nil {
-		return "", false
+		return "", 0, false
 	}
 	st, err := s.InputWait()
 	if err != nil {
-		return "", false
+		return "", 0, false
 	}
 	shellPID := s.Info().PID
 	// trlShell: the session's own shell, not replaced by an exec, reads
@@ -75,31 +75,31 @@ func (rt *Runtime) inputReader(c *exec.Job) (comm string, ok bool) {
 	trlShell := func(pid int) bool { return pid == shellPID && !s.Replaced() }
 	if st.Waiting {
 		if st.Kind == termwait.KindPassword || !isShell(st.Reader.Pid, st.Reader.Comm) || trlShell(st.Reader.Pid) {
-			return "", true // a password read (`read -s`), or data for a program
+			return "", 0, true // a password read (`read -s`), or data for a program
 		}
-		return st.Reader.Comm, true
+		return st.Reader.Comm, st.Reader.Pid, true
 	}
 	// Nothing reads: typed ahead, it goes to whoever reads next. That may
 	// be a shell the foreground job runs under (a nested `bash -i` whose
 	// `sleep` leads the job), once its command is done.
-	pid := st.Foreground
+	pid = st.Foreground
 	for range 32 {
 		if pid <= 1 || trlShell(pid) {
-			return "", true
+			return "", 0, true
 		}
 		comm, ppid, ok := procParent(pid)
 		if !ok {
-			return "", true
+			return "", 0, true
 		}
 		if isShell(pid, comm) {
-			return comm, true
+			return comm, pid, true
 		}
 		if pid == shellPID {
-			return "", true
+			return "", 0, true
 		}
 		pid = ppid
 	}
-	return "", true
+	return "", 0, true
 }
 
 // isShell reports whether process pid, named comm, is a shell: by its
@@ -144,7 +144,7 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 	if rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
 		return done, nil
 	}
-	comm, ok := rt.inputReader(c)
+	comm, reader, ok := rt.inputReader(c)
 	if !ok {
 		return done, protocol.Errorf(protocol.CodeCommandDenied, "under the command policy, input is typed only where trl can tell who reads it, and it cannot now; nothing was typed")
 	}
@@ -255,6 +255,9 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 		if prog := remapper(l); prog != "" {
 			return refuse(uncheckable(comm, prog+", which changes what the keys typed next do,"))
 		}
+		if why := readsOtherwise(comm, reader, l); why != "" {
+			return refuse(uncheckable(comm, why))
+		}
 		d := rt.opts.Policy.Evaluate(policy.Input{Line: l, Cwd: s.Info().WorkingDir, Session: sessionName(s), Actor: caller.Actor, Aliases: s.Aliases()})
 		var msg string
 		switch d.Action {
@@ -325,6 +328,65 @@ func remapper(line string) string {
 		return found == ""
 	})
 	return found
+}
+
+// readsOtherwise says why shell comm (process pid) would read typed line
+// l otherwise than the policy's grammar does, or "": history expansion in
+// bash and zsh (`!!:1-$` or `^a^b` builds a line from earlier ones), zsh
+// at its prompt taking # for a word and r for "run the last command
+// again", and a byte over 0x7f in a shell whose locale is not UTF-8
+// (readline reads it as Meta and a key: ® is M-. , yank-last-arg).
+func readsOtherwise(comm string, pid int, l string) string {
+	zsh := comm == "zsh"
+	if comm == "bash" || comm == "rbash" || zsh {
+		if strings.HasPrefix(strings.TrimSpace(l), "^") {
+			return "a line beginning with ^ (history substitution)"
+		}
+		for i := 0; i < len(l); i++ {
+			if l[i] == '!' && i+1 < len(l) && !strings.ContainsRune(" 	=(", rune(l[i+1])) {
+				return "! followed by a word (history expansion)"
+			}
+		}
+	}
+	if zsh {
+		if strings.Contains(l, "#") {
+			return "# (zsh at its prompt takes it for a word, not a comment)"
+		}
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "r" {
+			return "r (zsh runs a command from its history)"
+		}
+	}
+	for i := 0; i < len(l); i++ {
+		if l[i] >= utf8.RuneSelf {
+			if !utf8Locale(pid) {
+				return "a character that is not ASCII, in a shell whose locale is not UTF-8"
+			}
+			break
+		}
+	}
+	return ""
+}
+
+// utf8Locale reports whether process pid's environment names a UTF-8
+// locale for its characters (LC_ALL, else LC_CTYPE, else LANG).
+func utf8Locale(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	vars := map[string]string{}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	for _, k := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
+		if v := vars[k]; v != "" {
+			v = strings.ToLower(v)
+			return strings.Contains(v, "utf-8") || strings.Contains(v, "utf8")
+		}
+	}
+	return false
 }
 
 // lockInput takes c's input lock: one exec.input at a time is checked and
