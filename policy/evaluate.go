@@ -1,6 +1,9 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Evaluate decides a line: each simple command gets the action of the
 // first rule it matches, the default when none does, or the unknown
@@ -9,6 +12,17 @@ import "fmt"
 func (p *Policy) Evaluate(in Input) Decision {
 	s := scanner{cmds: make([]command, 0, 8), aliases: in.Aliases}
 	s.script(in.Line, 0)
+	if strings.Contains(in.Line, "$'") || strings.Contains(in.Line, "&>") {
+		// dash reads these otherwise than bash ($'…' is $ and a quoted
+		// string; `a &> f b` is `a &` then `> f b`): both readings are
+		// checked, as the session's shell may be either.
+		ps := scanner{cmds: make([]command, 0, 8), aliases: in.Aliases, posix: true}
+		ps.script(strings.ReplaceAll(in.Line, "&>", "& >"), 0)
+		s.cmds = append(s.cmds, ps.cmds...)
+	}
+	if zshQualifier.MatchString(in.Line) {
+		s.cmds = append(s.cmds, command{text: in.Line, unknown: "a zsh glob qualifier that runs code ((e:…) or (+function))"})
+	}
 	best := p.evaluate(&s, in)
 	best.Aliases = s.defined
 	return best

@@ -266,3 +266,19 @@ func TestDeeplyNestedLine(t *testing.T) {
 	assert.Less(t, len(d.Reason), 300)
 	assert.Less(t, time.Since(start), 10*time.Second)
 }
+
+// TestCommonLinesStayKnown: the checks added against bypasses leave
+// common lines known: arithmetic, globs, $'…' and &> (read by dash too),
+// `[` and `[[` (which took the unknown action as a pattern), while what
+// they guard is still denied.
+func TestCommonLinesStayKnown(t *testing.T) {
+	p, err := Parse([]byte("unknown: deny\nrules:\n  - match: {program: [rm]}\n    action: deny\n"), "p.yaml")
+	require.NoError(t, err)
+	for _, l := range []string{"(( i+count ))", "echo $((a*(b+c)))", "ls *.go", "find . -name '*(1)*'", "echo $'a\\tb'",
+		"make &> log", "[ -f x ] && echo y", "a=(1 2); echo $'x'", "[[ $x == $'\\t' ]] && echo y", "read -r line", "test 1 != 2"} {
+		assert.Equal(t, Allow, p.Evaluate(Input{Line: l}).Action, l)
+	}
+	for _, l := range []string{"[ -f x ] && rm x", "/bin/r? x", "[r]m x", "echo $'\\'; rm x #'", "echo a &> /dev/null rm x"} {
+		assert.Equal(t, Deny, p.Evaluate(Input{Line: l}).Action, l)
+	}
+}

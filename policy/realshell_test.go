@@ -143,6 +143,12 @@ var probeLines = []struct {
 	{"read PROMPT_COMMAND <<< trlprobe", false}, // run by an interactive bash
 	{"echo trlprobe | { sh; }", true},
 	{"x='$(trlprobe)'; echo \"${x@P}\"", true},
+	{"echo $'\\'; trlprobe #'", false},      // run by dash: no $'' there
+	{"echo a &> /dev/null trlprobe", false}, // run by dash: `echo a &` then `> /dev/null trlprobe`
+	// zsh: run by zsh only.
+	{"echo *(e:'trlprobe':)", false},
+	{"emulate sh -c trlprobe", false},
+	{"sched +0 trlprobe", false},
 	{"compgen -W '$(trlprobe)' x", true},
 	{"unset PS4; : \"${PS4:=\\$(trlprobe)}\"; set -x; true", true},
 	{"declare \"PS4=\\$(trlprobe)\"; set -x; true", true},

@@ -46,7 +46,10 @@ const maxDepth = 8
 // them at every level.
 const maxScripts = 64
 
-var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+var (
+	parsers      = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+	posixParsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangPOSIX)) }}
+)
 
 // scanner collects the simple commands of a line.
 type scanner struct {
@@ -62,6 +65,8 @@ type scanner struct {
 	// top are the line's own statements (file): a shell given no script
 	// reads the terminal only from one of them.
 	top map[*syntax.Stmt]bool
+	// posix: parse as dash does (bashisms), not as bash.
+	posix bool
 	// scripts counts the scripts parsed, against maxScripts.
 	scripts int
 }
@@ -81,9 +86,18 @@ func (s *scanner) script(src string, depth int) {
 		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line is longer than %d bytes or holds more than %d brackets and blocks: not followed", nesting.MaxBytes, nesting.Max)})
 		return
 	}
-	p := parsers.Get().(*syntax.Parser)
+	pool := &parsers
+	if s.posix {
+		pool = &posixParsers
+	}
+	p := pool.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(src), "")
-	parsers.Put(p)
+	pool.Put(p)
+	if err != nil && s.posix && depth == 0 {
+		// A line dash cannot parse runs nothing in dash; its bash
+		// reading is checked apart.
+		return
+	}
 	if err != nil {
 		s.cmds = append(s.cmds, command{text: src, unknown: fmt.Sprintf("the line does not parse as shell (%v), so what it runs is not known", err)})
 		return
@@ -175,6 +189,11 @@ func (s *scanner) file(f *syntax.File, src string, depth int) {
 		return true
 	})
 }
+
+// zshQualifier finds a zsh glob qualifier that runs code, after a
+// pattern: e:…:, e'…', +function (`echo *(e:'rm f':)` runs rm for each
+// file).
+var zshQualifier = regexp.MustCompile(`[*?\]]\(([^()]*e[:'"{]|\+[A-Za-z_])`)
 
 // subscriptSubst finds a command substitution inside an array subscript.
 var subscriptSubst = regexp.MustCompile(`\[[^\]]*(\$\(|` + "`" + `)`)
@@ -370,6 +389,21 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 				}
 			}
 		}
+	case "emulate":
+		// zsh: emulate sh -c 'script' runs the script.
+		for i, w := range args {
+			if v, ok := literal(w); ok && v == "-c" && i+1 < len(args) {
+				src, ok := literal(args[i+1])
+				if !ok {
+					return "the script given to emulate -c is known only when the line runs"
+				}
+				s.script(src, x.depth+1)
+			}
+		}
+	case "sched":
+		return "zsh's sched runs a command later"
+	case "r":
+		return "zsh's r runs a command from its history again (with substitutions)"
 	case "fc":
 		for _, w := range args {
 			if v, ok := literal(w); ok && strings.HasPrefix(v, "-") && strings.Contains(v, "l") {
@@ -479,7 +513,10 @@ func clipWord(w string) string {
 // would turn into other words.
 func programWord(w *syntax.Word) (string, bool) {
 	for _, p := range w.Parts {
-		if l, ok := p.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "*?[{") {
+		if l, ok := p.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "*?[{") && l.Value != "[" && l.Value != "[[" {
+			// `[` and `[[` alone are no patterns (an unclosed bracket
+			// matches itself): the test builtin, or a word dash looks
+			// up as a program.
 			return "", false
 		}
 	}
