@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -722,6 +723,27 @@ func TestTypedInputBounded(t *testing.T) {
 		}
 	}
 	denied(t, "an open statement grown past the bound", err)
+	_, err = rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID, Signal: "KILL"})
+	require.NoError(t, err)
+}
+
+// TestTypedIntoZsh: a nested zsh with its line editor takes checked
+// input (its terminal modes, inlcr among them, read as remapped and every
+// input was refused), and a denied line is still refused there.
+func TestTypedIntoZsh(t *testing.T) {
+	if _, err := osexec.LookPath("zsh"); err != nil {
+		t.Skip("needs zsh:", err)
+	}
+	rt, mark, denied := typedInputSetup(t)
+	line := "zsh -f"
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &line})
+	require.NoError(t, err)
+	require.Equal(t, protocol.StateWaitingInput, st.State)
+	ok, err := rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList{protocol.Text("echo typed-$((1+1))\n")}, Until: &[]string{"match:typed-2"}})
+	require.NoError(t, err)
+	assert.Contains(t, ok.Stdout, "typed-2")
+	_, err = rt.ExecInput(agentCtx(), protocol.ExecInputParams{ExecID: st.ExecID, Input: protocol.InputList{protocol.Text("rm -f " + mark + "\n")}})
+	denied(t, "rm typed into zsh", err)
 	_, err = rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID, Signal: "KILL"})
 	require.NoError(t, err)
 }

@@ -83,6 +83,13 @@ func (rt *Runtime) inputReader(c *exec.Job) (comm string, pid int, ok bool) {
 	// be a shell the foreground job runs under (a nested `bash -i` whose
 	// `sleep` leads the job), once its command is done.
 	pid = st.Foreground
+	if pid == 0 {
+		// The sample stopped early (output or input not yet read): ask
+		// the terminal itself.
+		if pid, err = s.Foreground(); err != nil {
+			return "", 0, false
+		}
+	}
 	for range 32 {
 		if pid <= 1 || trlShell(pid) {
 			return "", 0, true
@@ -158,7 +165,7 @@ func (rt *Runtime) admitInput(ctx context.Context, c *exec.Job, items []terminpu
 		return done, protocol.Errorf(protocol.CodeCommandDenied, "under the command policy, input is typed into %s only while the terminal's modes can be read: %v; nothing was typed", comm, err)
 	}
 	if modes.Remaps {
-		return done, uncheckable(comm, "the terminal's CR and NL mapping (stty igncr or inlcr; stty sane restores it)")
+		return done, uncheckable(comm, "the terminal's dropping of CR (stty igncr; stty sane restores it)")
 	}
 	unlock := rt.lockInput(c)
 	rt.typedMu.Lock()

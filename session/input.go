@@ -132,6 +132,17 @@ func (s *Session) InputModes() (appCursor, bracketedPaste bool, erase, eof byte)
 	return appCursor, bracketedPaste, erase, eof
 }
 
+// Foreground is the terminal's foreground process group.
+func (s *Session) Foreground() (int, error) {
+	s.twOnce.Do(func() {
+		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
+	})
+	if s.twErr != nil {
+		return 0, s.twErr
+	}
+	return s.tw.Foreground()
+}
+
 // TerminalModes are the terminal's current modes.
 func (s *Session) TerminalModes() (termwait.Modes, error) {
 	s.twOnce.Do(func() {

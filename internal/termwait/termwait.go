@@ -46,8 +46,10 @@ type Modes struct {
 	// word erase, literal next, interrupt and the rest, disabled ones
 	// left out.
 	Special []byte
-	// Remaps says that input's CR or NL is changed on its way (IGNCR,
-	// INLCR): a line does not end where the text says.
+	// Remaps says that input's CR is dropped on its way (IGNCR): text
+	// either side of a typed CR reaches the reader as one run. (INLCR,
+	// which zsh's line editor sets, turns NL into CR, which ends its line
+	// all the same.)
 	Remaps bool
 }
 
@@ -131,6 +133,12 @@ func (t *Terminal) Modes() (Modes, error) {
 	return m, err
 }
 
+// Foreground is the terminal's foreground process group.
+func (t *Terminal) Foreground() (int, error) {
+	_, pg, err := t.ioctls(true)
+	return pg, err
+}
+
 func (t *Terminal) ioctls(pgrp bool) (Modes, int, error) {
 	var tio *unix.Termios
 	var pg uint32
@@ -151,7 +159,7 @@ func (t *Terminal) ioctls(pgrp bool) (Modes, int, error) {
 		Echo:      tio.Lflag&unix.ECHO != 0,
 		Erase:     tio.Cc[unix.VERASE],
 		EOF:       tio.Cc[unix.VEOF],
-		Remaps:    tio.Iflag&(unix.IGNCR|unix.INLCR) != 0,
+		Remaps:    tio.Iflag&unix.IGNCR != 0,
 	}
 	for _, i := range []int{unix.VINTR, unix.VQUIT, unix.VERASE, unix.VKILL, unix.VEOF, unix.VEOL, unix.VEOL2,
 		unix.VSTART, unix.VSTOP, unix.VSUSP, unix.VREPRINT, unix.VDISCARD, unix.VWERASE, unix.VLNEXT} {
