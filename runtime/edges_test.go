@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	osexec "os/exec"
 	"strings"
 	"testing"
 
@@ -146,4 +147,29 @@ func TestProcSelfIsTheShell(t *testing.T) {
 	l, err := rt.FSList(context.Background(), protocol.FSListParams{SessionID: s.SessionID, Path: "/proc/thread-self/fd"})
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(l.Entries), 8, "the shell's few fds, not the daemon's")
+}
+
+// TestTimeoutSaysWhatStillRuns: a command that timed out while a process
+// it started had left its process group says that process still runs,
+// and which (it said nothing, and the process ran on until the session
+// was destroyed); one that leaves nothing behind says nothing of it.
+func TestTimeoutSaysWhatStillRuns(t *testing.T) {
+	t.Parallel()
+	if _, err := osexec.LookPath("setsid"); err != nil {
+		t.Skip("needs setsid:", err)
+	}
+	rt := newRuntime(t, Options{})
+	// The stray is started well before the timeout: on a loaded machine
+	// `setsid -w sleep` may not yet have forked when half a second is up.
+	line := "setsid sleep 30 & sleep 0.3; sleep 30"
+	timeout := 1.5
+	res, err := rt.ExecRun(context.Background(), protocol.ExecParams{Command: &line, TimeoutS: &timeout})
+	require.NoError(t, err)
+	require.True(t, res.TimedOut)
+	assert.Contains(t, res.Note, "still run (pid ")
+	plain := "sleep 30"
+	res, err = rt.ExecRun(context.Background(), protocol.ExecParams{Command: &plain, TimeoutS: &timeout})
+	require.NoError(t, err)
+	require.True(t, res.TimedOut)
+	assert.NotContains(t, res.Note, "still run", "the sleep ended with its group")
 }

@@ -178,6 +178,7 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 		fillExit(&res, x)
 		approvalStatus(&res, c, x, true)
 		noteSession(&res, s)
+		noteStrays(&res, c, s)
 		c.Reported()
 	}
 	if p.Check {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/trl-project/trl/exec"
@@ -75,6 +77,9 @@ func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) pr
 		c.Advance(ends)
 		if s := c.Session(); s != nil {
 			noteSession(&st, s)
+			if ended {
+				noteStrays(&st, c, s)
+			}
 		}
 	}
 	return st
@@ -115,6 +120,25 @@ func noteSession(st *protocol.ExecStatus, s *session.Session) {
 		note += "; create a new session to go on"
 	}
 	st.Note = joinNote(st.Note, note)
+}
+
+// noteStrays says, in the status of a command that timed out or was
+// cancelled, which processes it started still run: they left its process
+// group (setsid, a nested shell's background job), so the signals did
+// not reach them. Call it once the command has ended.
+func noteStrays(st *protocol.ExecStatus, c *exec.Job, s *session.Session) {
+	if !st.TimedOut && !st.Canceled || st.SessionExited {
+		return
+	}
+	strays := s.Strays(c.Started())
+	if len(strays) == 0 {
+		return
+	}
+	pids := make([]string, len(strays))
+	for i, p := range strays {
+		pids[i] = strconv.Itoa(p)
+	}
+	st.Note = joinNote(st.Note, fmt.Sprintf("%d process(es) it started still run (pid %s): they left its process group, so the signals did not reach them; kill them, or end them all with session.destroy", len(strays), strings.Join(pids, ", ")))
 }
 
 // joinNote appends note to what a status's note says already.

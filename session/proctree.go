@@ -98,6 +98,29 @@ func ticksSinceBoot() int64 {
 	return int64(sec*100) + 1
 }
 
+// Strays lists the session's live processes, its shell aside, that
+// started at since or later: what a command started that outlived it. A
+// process that left the command's process group (setsid, a job of a
+// nested interactive shell) is not reached by its timeout's signals.
+func (s *Session) Strays(since time.Time) []int {
+	if s.tree.sid == 0 {
+		return nil
+	}
+	// Start times are in clock ticks since boot (100 a second); one tick
+	// of slack for the rounding.
+	from := ticksSinceBoot() - int64(time.Since(since)/(10*time.Millisecond)) - 1
+	var out []int
+	for _, pid := range s.tree.members() {
+		if pid == s.pid {
+			continue
+		}
+		if st, ok := readStat(pid); ok && st.start >= from {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // kill ends every process of the tree, the shell first so that nothing
 // new is started, and rescans until a scan finds nothing (so a process
 // forking while it is killed does not survive) or limit passes. It
