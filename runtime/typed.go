@@ -94,7 +94,7 @@ func (rt *Runtime) inputReader(c *exec.Job) (comm string, pid int, ok bool) {
 		if pid <= 1 || trlShell(pid) {
 			return "", 0, true
 		}
-		comm, ppid, ok := procParent(pid)
+		comm, ppid, ok := termwait.Parent(pid)
 		if !ok {
 			return "", 0, true
 		}
@@ -118,24 +118,6 @@ func isShell(pid int, comm string) bool {
 	}
 	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 	return err == nil && shells[path.Base(exe)]
-}
-
-// procParent reads pid's command name and parent from /proc/PID/stat.
-func procParent(pid int) (comm string, ppid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", 0, false
-	}
-	open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
-	if open < 0 || end < open {
-		return "", 0, false
-	}
-	f := strings.Fields(string(b[end+1:])) // state, ppid, …
-	if len(f) < 2 {
-		return "", 0, false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return string(b[open+1 : end]), ppid, err == nil
 }
 
 // admitInput checks what exec.input types into c (see above). It

@@ -55,11 +55,9 @@ func (s *Session) writeInput(p []byte, secret bool) error {
 // is cheap (tens of microseconds) and keeps no state between calls but
 // the sampler itself, made on first use.
 func (s *Session) InputWait() (termwait.Status, error) {
-	s.twOnce.Do(func() {
-		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
-	})
-	if s.twErr != nil {
-		return termwait.Status{}, s.twErr
+	t, err := s.terminal()
+	if err != nil {
+		return termwait.Status{}, err
 	}
 	// Output the program wrote before it began to wait may still sit in
 	// the terminal or the stderr pipe, unread by the pumps: the screen
@@ -70,7 +68,7 @@ func (s *Session) InputWait() (termwait.Status, error) {
 	}
 	// The screen is asked (which parses what it holds) only for a
 	// program that waits: a busy one costs one /proc look, not a parse.
-	st, err := s.tw.Check(false)
+	st, err := t.Check(false)
 	if err != nil || !st.Waiting {
 		return st, err
 	}
@@ -121,11 +119,8 @@ func (s *Session) InputModes() (appCursor, bracketedPaste bool, erase, eof byte)
 	m := s.scr.Modes()
 	appCursor, bracketedPaste = m.AppCursor, m.BracketedPaste
 	erase, eof = 0x7f, 0x04
-	s.twOnce.Do(func() {
-		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
-	})
-	if s.twErr == nil {
-		if m, err := s.tw.Modes(); err == nil {
+	if t, err := s.terminal(); err == nil {
+		if m, err := t.Modes(); err == nil {
 			erase, eof = m.Erase, m.EOF
 		}
 	}
@@ -134,24 +129,28 @@ func (s *Session) InputModes() (appCursor, bracketedPaste bool, erase, eof byte)
 
 // Foreground is the terminal's foreground process group.
 func (s *Session) Foreground() (int, error) {
-	s.twOnce.Do(func() {
-		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
-	})
-	if s.twErr != nil {
-		return 0, s.twErr
+	t, err := s.terminal()
+	if err != nil {
+		return 0, err
 	}
-	return s.tw.Foreground()
+	return t.Foreground()
 }
 
 // TerminalModes are the terminal's current modes.
 func (s *Session) TerminalModes() (termwait.Modes, error) {
+	t, err := s.terminal()
+	if err != nil {
+		return termwait.Modes{}, err
+	}
+	return t.Modes()
+}
+
+// terminal is the session's terminal sampler, made on first use.
+func (s *Session) terminal() (*termwait.Terminal, error) {
 	s.twOnce.Do(func() {
 		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
 	})
-	if s.twErr != nil {
-		return termwait.Modes{}, s.twErr
-	}
-	return s.tw.Modes()
+	return s.tw, s.twErr
 }
 
 // maxCanonLine is the longest line a terminal in canonical mode keeps:
@@ -169,13 +168,11 @@ func (s *Session) checkLineLimit(p []byte) error {
 	if len(p) <= maxCanonLine {
 		return nil
 	}
-	s.twOnce.Do(func() {
-		s.tw, s.twErr = termwait.New(s.ptmRaw, s.pid)
-	})
-	if s.twErr != nil {
+	t, err := s.terminal()
+	if err != nil {
 		return nil
 	}
-	m, err := s.tw.Modes()
+	m, err := t.Modes()
 	if err != nil || !m.Canonical {
 		return nil
 	}

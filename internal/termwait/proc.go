@@ -56,6 +56,7 @@ func mapErr(err error) error {
 // procStat is what a Check needs from /proc/PID/stat (always readable).
 type procStat struct {
 	state   byte
+	ppid    int
 	pgrp    int
 	ttyNr   uint64 // new_encode_dev of the controlling terminal
 	threads int
@@ -73,7 +74,7 @@ func parseStat(b []byte) (procStat, bool) {
 	}
 	st.comm = string(b[open+1 : end])
 	fields := b[end+2:]
-	// index 0 = state (field 3), 2 = pgrp, 4 = tty_nr, 17 = num_threads.
+	// index 0 = state (field 3), 1 = ppid, 2 = pgrp, 4 = tty_nr, 17 = num_threads.
 	for i := 0; i <= 17; i++ {
 		sp := bytes.IndexByte(fields, ' ')
 		if sp < 0 {
@@ -86,6 +87,8 @@ func parseStat(b []byte) (procStat, bool) {
 			if len(f) > 0 {
 				st.state = f[0]
 			}
+		case 1:
+			st.ppid = atoi(f)
 		case 2:
 			st.pgrp = atoi(f)
 		case 4:
@@ -239,4 +242,15 @@ func ReadsFD(pid, fd int) bool {
 	}
 	nr, args, running, ok := parseSyscall(b)
 	return ok && !running && classify(nr) == callRead && args[0] == uint64(fd)
+}
+
+// Parent is process pid's command name and parent pid, from
+// /proc/PID/stat.
+func Parent(pid int) (comm string, ppid int, ok bool) {
+	b, err := readFile(string(procPath(nil, pid, 0, "stat")), make([]byte, 512), 4096)
+	if err != nil {
+		return "", 0, false
+	}
+	st, ok := parseStat(b)
+	return st.comm, st.ppid, ok
 }
