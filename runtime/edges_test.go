@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -159,9 +160,12 @@ func TestTimeoutSaysWhatStillRuns(t *testing.T) {
 		t.Skip("needs setsid:", err)
 	}
 	rt := newRuntime(t, Options{})
-	// The stray is started well before the timeout: on a loaded machine
-	// `setsid -w sleep` may not yet have forked when half a second is up.
-	line := "setsid sleep 30 & sleep 0.3; sleep 30"
+	// The command waits until the stray runs (it writes its pid) before
+	// its own long sleep: on a loaded machine (a full make test) a stray
+	// started by `setsid sleep 30 &` had sometimes not yet been made when
+	// the timeout came.
+	ready := filepath.Join(t.TempDir(), "stray")
+	line := "setsid sh -c 'echo $$ > " + ready + "; exec sleep 30' & while [ ! -s " + ready + " ]; do sleep 0.05; done; sleep 30"
 	timeout := 1.5
 	res, err := rt.ExecRun(context.Background(), protocol.ExecParams{Command: &line, TimeoutS: &timeout})
 	require.NoError(t, err)
