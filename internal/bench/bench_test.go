@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -365,4 +366,16 @@ func TestFormat(t *testing.T) {
 	assert.Equal(t, "-1.0 KiB", fmtBytes(-1024))
 	assert.Equal(t, 0.5, ratio(1, 2))
 	assert.Equal(t, 0.0, ratio(1, 0))
+}
+
+// TestDaemonLogInError: the daemon logs to a file, not to this process;
+// a daemon that exits before it listens is reported with the end of
+// that log.
+func TestDaemonLogInError(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "fake-trl")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\necho \"refused to $1\" >&2\nexit 3\n"), 0o755))
+	_, err := startDaemon(exe, false, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "refused to serve")
+	assert.Contains(t, err.Error(), "exit status 3")
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -24,7 +23,7 @@ type daemon struct {
 	socket   string
 	httpAddr string // "" when the daemon serves no HTTP
 	token    string
-	stderr   *tailBuffer
+	log      *os.File // the daemon's stderr: its log, audit lines included
 	done     chan struct{}
 	waitErr  error
 }
@@ -37,7 +36,15 @@ func startDaemon(exe string, withHTTP bool, extra []string) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{dir: dir, socket: filepath.Join(dir, "trl.sock"), stderr: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
+	d := &daemon{dir: dir, socket: filepath.Join(dir, "trl.sock"), done: make(chan struct{})}
+	// The daemon logs to a file, not to a pipe this process reads: every
+	// exec.run writes an audit line, and a goroutine here copying each
+	// one would wake in this process, beside the client waiting for the
+	// answer, in every latency sample.
+	if d.log, err = os.Create(filepath.Join(dir, "trl.log")); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	args := append([]string{"serve", "--socket", d.socket, "--max-sessions", "2000"}, extra...)
 	env := os.Environ()
 	if withHTTP {
@@ -51,8 +58,9 @@ func startDaemon(exe string, withHTTP bool, extra []string) (*daemon, error) {
 	}
 	d.cmd = osexec.Command(exe, args...)
 	d.cmd.Env = env
-	d.cmd.Stderr = d.stderr
+	d.cmd.Stderr = d.log
 	if err := d.cmd.Start(); err != nil {
+		d.log.Close()
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -68,13 +76,15 @@ func startDaemon(exe string, withHTTP bool, extra []string) (*daemon, error) {
 		}
 		select {
 		case <-d.done:
+			msg := d.logTail()
+			d.log.Close()
 			os.RemoveAll(dir)
-			return nil, &exitError{status: d.waitErr, stderr: strings.TrimSpace(d.stderr.String())}
+			return nil, &exitError{status: d.waitErr, stderr: msg}
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			d.stop()
-			return nil, fmt.Errorf("trl serve did not listen within 15 s: %s", strings.TrimSpace(d.stderr.String()))
+			return nil, fmt.Errorf("trl serve did not listen within 15 s: %s", d.logTail())
 		}
 	}
 }
@@ -83,6 +93,7 @@ func startDaemon(exe string, withHTTP bool, extra []string) (*daemon, error) {
 // removes the directory.
 func (d *daemon) stop() error {
 	defer os.RemoveAll(d.dir)
+	defer d.log.Close()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:
@@ -92,7 +103,7 @@ func (d *daemon) stop() error {
 		return errors.New("trl serve did not stop within 10 s of SIGTERM; killed")
 	}
 	if d.waitErr != nil {
-		return fmt.Errorf("trl serve: %v: %s", d.waitErr, strings.TrimSpace(d.stderr.String()))
+		return fmt.Errorf("trl serve: %v: %s", d.waitErr, d.logTail())
 	}
 	return nil
 }
@@ -171,28 +182,15 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-// tailBuffer keeps the last max bytes written: the daemon's log is read
-// continuously (a full pipe would stall it) but only its end is kept, for
-// error messages.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	// Trim only at twice the size, so a steady log costs an append.
-	if len(t.b) > 2*t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+// logTail is the end of the daemon's log (its last 16 KiB), for error
+// messages.
+func (d *daemon) logTail() string {
+	const keep = 16 << 10
+	b := make([]byte, keep)
+	size := int64(0)
+	if fi, err := d.log.Stat(); err == nil {
+		size = fi.Size()
 	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b[max(len(t.b)-t.max, 0):])
+	n, _ := d.log.ReadAt(b, max(size-keep, 0))
+	return strings.TrimSpace(string(b[:n]))
 }
