@@ -101,6 +101,13 @@ func TestReadPseudoFiles(t *testing.T) {
 	assert.Contains(t, string(c.Data), "Name:\t")
 	assert.InDelta(t, len(want), len(c.Data), 200, "as much as a read by the test found")
 
+	size := c.Size
+	c, err = fs.Read(Scope{}, "/proc/self/status", ReadOptions{Offset: 10, Length: 20})
+	require.NoError(t, err)
+	assert.False(t, c.Complete)
+	assert.Len(t, c.Data, 20)
+	assert.InDelta(t, size, c.Size, 200, "a chunk of a /proc file says the size a read to its end finds, not 0")
+
 	c, err = fs.Read(Scope{}, "/proc/self/status", ReadOptions{LineOffset: 1, LineLimit: 2})
 	require.NoError(t, err)
 	assert.Equal(t, 2, c.Lines)

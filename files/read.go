@@ -65,8 +65,8 @@ func (fs *FS) Read(sc Scope, p string, o ReadOptions) (Chunk, error) {
 		c = Chunk{Path: l.abs, Size: st.Size(), Mode: st.Mode(), MTime: st.ModTime()}
 		if o.LineOffset > 0 || o.LineLimit > 0 {
 			err = readLines(f, &c, o)
-		} else {
-			err = readRange(f, &c, o)
+		} else if err = readRange(f, &c, o); err == nil && !c.Complete && SizeUntold(f) {
+			c.Size, err = sizeByReading(f, c.Offset+int64(len(c.Data)))
 		}
 		if err != nil {
 			return pathError(err, l.abs)
@@ -108,6 +108,37 @@ func readRange(f *os.File, c *Chunk, o ReadOptions) error {
 	c.Complete = int64(len(data)) <= o.Length
 	c.Data = data[:min(int64(len(data)), o.Length)]
 	return nil
+}
+
+// sizeCountMost is how far past a chunk sizeByReading counts.
+const sizeCountMost = MaxReadLength
+
+// sizeByReading is the size of a file that does not say it (SizeUntold),
+// found by reading on from off, where a chunk that did not reach the end
+// stopped, and counting: a read of /proc/self/status with a length said
+// size 0. A file longer than sizeCountMost past off is answered as
+// off+sizeCountMost, the least it holds.
+func sizeByReading(f *os.File, off int64) (int64, error) {
+	n, err := io.Copy(io.Discard, io.NewSectionReader(f, off, sizeCountMost))
+	if err != nil && !errors.Is(err, unix.EAGAIN) {
+		return 0, err
+	}
+	return off + n, nil
+}
+
+// SizeUntold reports whether f is on a file system whose files do not
+// say their size: /proc (0) and /sys (4096).
+func SizeUntold(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var st unix.Statfs_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstatfs(int(fd), &st) }); err != nil || serr != nil {
+		return false
+	}
+	return st.Type == unix.PROC_SUPER_MAGIC || st.Type == unix.SYSFS_MAGIC
 }
 
 // readLines fills c with whole lines from o.LineOffset, at most

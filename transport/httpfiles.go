@@ -10,8 +10,8 @@ import (
 	"path"
 	"time"
 
+	trlfiles "github.com/trl-project/trl/files"
 	"github.com/trl-project/trl/protocol"
-	"golang.org/x/sys/unix"
 )
 
 // FileStore is what GET and PUT /files need of the method table (SPEC §15):
@@ -68,7 +68,7 @@ func (s *HTTPServer) serveFiles(w *stallWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		cw := &countingResponse{stallWriter: w}
-		if st.Size() == 0 || sizeUntold(f) {
+		if st.Size() == 0 || trlfiles.SizeUntold(f) {
 			// Sent as read, to its end, with no length and no ranges:
 			// ServeContent would seek for a size /proc refuses and /sys
 			// gives as 4096 whatever the file holds, and it would send
@@ -193,19 +193,4 @@ type progressReader struct {
 func (p *progressReader) Read(b []byte) (int, error) {
 	_ = p.rc.SetReadDeadline(time.Now().Add(p.stall))
 	return p.r.Read(b)
-}
-
-// sizeUntold reports whether f is on a file system whose files do not
-// say their size: /proc and /sys.
-func sizeUntold(f *os.File) bool {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var st unix.Statfs_t
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = unix.Fstatfs(int(fd), &st) }); err != nil || serr != nil {
-		return false
-	}
-	return st.Type == unix.PROC_SUPER_MAGIC || st.Type == unix.SYSFS_MAGIC
 }
