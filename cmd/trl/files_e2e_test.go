@@ -88,6 +88,17 @@ func TestFilesEndToEnd(t *testing.T) {
 		}
 	}
 	assert.Equal(t, big, whole.String())
+	// An offset inside a character (2 is inside é): the chunk starts
+	// where the character does and says so; it was base64 of a broken
+	// character.
+	r = data(t, c.call("fs.read", map[string]any{"path": "notes/a.txt", "offset": 2, "length": 5}))
+	assert.Equal(t, "utf-8", r["encoding"])
+	assert.Equal(t, "éllo", r["data"])
+	assert.EqualValues(t, 1, r["offset"])
+	assert.EqualValues(t, 5, r["length"])
+	r = data(t, c.call("fs.read", map[string]any{"path": "bin", "offset": 129, "length": 4}))
+	assert.Equal(t, "base64", r["encoding"], "bytes that are no character stay base64")
+	assert.EqualValues(t, 129, r["offset"])
 	r = data(t, c.call("fs.read", map[string]any{"path": "notes/a.txt", "line_offset": 2, "line_limit": 1}))
 	assert.Equal(t, "line two\n", r["data"])
 	assert.EqualValues(t, 2, r["line_offset"])
