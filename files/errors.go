@@ -48,6 +48,9 @@ func pathError(err error, path string) error {
 	if errors.As(err, &fe) {
 		return err
 	}
+	if err == errProcAsSession {
+		return errorf(ErrPermission, path, "%s is on /proc, which fs.* as an isolated session does not open (the daemon would open it, and the kernel shows the daemon its own /proc whatever the session's rights); read it with exec.run, as the session", path)
+	}
 	var errno unix.Errno
 	if !errors.As(err, &errno) {
 		return &Error{Kind: err, Path: path, Msg: fmt.Sprintf("%s: %v", path, err)}

@@ -20,8 +20,12 @@ type Identity struct {
 // that thread changes its filesystem uid and gid (setfsuid, setfsgid),
 // its supplementary groups (the raw setgroups system call, which unlike
 // Go's syscall.Setgroups changes one thread) and its effective
-// capabilities (capset: the filesystem ones are dropped, because a daemon
-// that is not root but holds CAP_DAC_OVERRIDE keeps it across setfsuid).
+// capabilities (capset: all of them are dropped, kept only in the
+// permitted set to be raised again afterwards). Dropping the filesystem
+// ones alone was not enough: with CAP_SETUID still effective an
+// fs.write to /proc/PID/uid_map of a user namespace a session made mapped
+// host root into it, and CAP_SYS_PTRACE let fs.* read /proc of the daemon
+// and of other sessions, which the session's own commands cannot see.
 // Path resolution and every permission check then use the session's
 // credentials, and files it creates are the session's. Afterwards the
 // thread's credentials are put back and checked; only then is the thread
@@ -40,10 +44,6 @@ type Identity struct {
 // a process per session and a second protocol. The thread switch also
 // lets a descriptor opened as the session (GET and PUT /files) be read
 // and written afterwards on any thread, as open(2) semantics allow.
-
-// fsCaps are the capabilities that override file permission checks.
-var fsCaps = []uint{unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH,
-	unix.CAP_FOWNER, unix.CAP_FSETID, unix.CAP_LINUX_IMMUTABLE, unix.CAP_MKNOD}
 
 // asIdentity runs f as id (nil: as the daemon, on the caller's goroutine).
 func asIdentity(id *Identity, f func() error) error {
@@ -115,26 +115,28 @@ func assume(id Identity) (restore func() bool, err error) {
 		return restore, fmt.Errorf("setfsgid(%d) did not take (the daemon lacks CAP_SETGID?)", id.GID)
 	}
 	caps := saved.caps
-	for _, c := range fsCaps {
-		caps[c/32].Effective &^= 1 << (c % 32)
+	for i := range caps {
+		caps[i].Effective = 0
 	}
 	hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	if err := unix.Capset(&hdr, &caps[0]); err != nil {
-		return restore, fmt.Errorf("drop file capabilities: %w", err)
+		return restore, fmt.Errorf("drop capabilities: %w", err)
 	}
 	return restore, nil
 }
 
-// putBack restores saved on this thread and checks that it did.
+// putBack restores saved on this thread and checks that it did: the
+// capabilities first (raising effective ones within the permitted set
+// needs none), since setgroups needs CAP_SETGID.
 func putBack(saved threadCreds) bool {
-	unix.Setfsuid(saved.fsuid)
-	unix.Setfsgid(saved.fsgid)
-	if setgroups(saved.groups) != nil {
-		return false
-	}
 	caps := saved.caps
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	if unix.Capset(&hdr, &caps[0]) != nil {
+		return false
+	}
+	unix.Setfsuid(saved.fsuid)
+	unix.Setfsgid(saved.fsgid)
+	if setgroups(saved.groups) != nil {
 		return false
 	}
 	u, _ := unix.SetfsuidRetUid(-1)

@@ -183,7 +183,12 @@ func (r *root) open(rel string, flags int, mode uint32) (int, error) {
 		return -1, r.missing
 	}
 	if !r.openat2 {
-		return unix.Openat(r.fd, rel, flags, mode)
+		fd, err := unix.Openat(r.fd, rel, flags, mode)
+		if err == nil && asSession() && onProc(fd) {
+			unix.Close(fd)
+			return -1, errProcAsSession
+		}
+		return fd, err
 	}
 	how := unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode), Resolve: r.resolve}
 	if flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 {
@@ -197,8 +202,38 @@ func (r *root) open(rel string, flags int, mode uint32) (int, error) {
 		if err == unix.EINTR {
 			continue
 		}
+		if err == nil && asSession() && onProc(fd) {
+			unix.Close(fd)
+			return -1, errProcAsSession
+		}
 		return fd, err
 	}
+}
+
+// A session's identity does not reach /proc. The kernel lets a process
+// into its own /proc/PID whatever its credentials (the same-process rule
+// comes before every permission check), and fs.* as a session runs in the
+// daemon: an isolated session's fs.read of /proc/<daemon's pid>/environ
+// answered the daemon's environment, its token included, and /mem would
+// have been writable. So as a session's identity nothing on a proc file
+// system is opened, whatever path or symlink led there; the session's
+// commands read their own /proc with exec.run.
+var errProcAsSession = errors.New("a proc file system, as a session")
+
+// daemonFsuid is the daemon's own filesystem uid: a thread whose fsuid
+// differs runs as a session's identity (asIdentity).
+var daemonFsuid = unix.Geteuid()
+
+// asSession reports whether this thread runs as a session's identity.
+func asSession() bool {
+	u, _ := unix.SetfsuidRetUid(-1)
+	return u != daemonFsuid
+}
+
+// onProc reports whether fd is on a proc file system.
+func onProc(fd int) bool {
+	var st unix.Statfs_t
+	return unix.Fstatfs(fd, &st) == nil && st.Type == unix.PROC_SUPER_MAGIC
 }
 
 // notDir reports whether l itself exists and is no directory (an
