@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -428,4 +429,41 @@ func TestMissingParentNamed(t *testing.T) {
 	_, err = fs.Write(Scope{Dir: dir}, "d1/f", bytes.NewReader([]byte("x")), WriteOptions{})
 	require.ErrorIs(t, err, ErrNotFound)
 	assert.Equal(t, "directory "+filepath.Join(dir, "d1")+" does not exist (it would hold "+filepath.Join(dir, "d1/f")+")", err.Error())
+}
+
+// TestSparseFileBounded: a read by lines of a file of nothing but zeros
+// (sparse: an exabyte costs no disk) and an if_sha256 write over it end
+// with LIMIT_EXCEEDED; they held a request and a CPU for ever.
+func TestSparseFileBounded(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sparse")
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	f.Close()
+	if err := os.Truncate(p, 4<<30); err != nil {
+		t.Skipf("cannot make a sparse file of 4 GiB here: %v", err)
+	}
+	defer func(was int64) { maxLineScan = was }(maxLineScan)
+	maxLineScan = 8 << 20
+	done := make(chan error, 1)
+	go func() {
+		_, err := fs.Read(Scope{}, p, ReadOptions{LineOffset: 2})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, ErrLimit)
+		if err != nil {
+			assert.Contains(t, err.Error(), "read it by offset")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a read by lines of a sparse file did not end")
+	}
+	_, err = fs.Write(Scope{}, p, strings.NewReader("x"), WriteOptions{IfSHA256: strings.Repeat("0", 64)})
+	assert.ErrorIs(t, err, ErrLimit)
+	// Reads by offset answer their chunk as before.
+	c, err := fs.Read(Scope{}, p, ReadOptions{Offset: 3 << 30, Length: 16})
+	require.NoError(t, err)
+	assert.Equal(t, make([]byte, 16), c.Data)
 }

@@ -16,6 +16,12 @@ const (
 	MaxReadLength     = 4 << 20
 )
 
+// maxLineScan is how far a read by lines reads to find its first line
+// (1 GiB; a variable for tests): a sparse file of an exabyte of zeros
+// held a request (and a CPU) for ever, past the client's leaving and the
+// daemon's stop.
+var maxLineScan int64 = 1 << 30
+
 // ReadOptions say which part of a file to read. Lines are used when
 // LineOffset or LineLimit is set; otherwise Offset and Length.
 type ReadOptions struct {
@@ -152,6 +158,9 @@ func readLines(f *os.File, c *Chunk, o ReadOptions) error {
 	for line < first {
 		b, err := br.ReadSlice('\n')
 		off += int64(len(b))
+		if off > maxLineScan {
+			return errorf(ErrLimit, c.Path, "line %d of %s is not within its first %d bytes (line %d is the last one seen, at byte %d); read it by offset instead", first, c.Path, maxLineScan, line, off-int64(len(b)))
+		}
 		if err == bufio.ErrBufferFull {
 			continue // the same line goes on
 		}

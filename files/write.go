@@ -179,6 +179,9 @@ func createTemp(dirfd int, base, abs string) (string, *os.File, error) {
 // second, once it has the lock, finds the name pointing at another file
 // and looks again, and then sees a hash that differs. A missing file is a
 // conflict too: it changed since it was read.
+// MaxHashSize is the largest file if_sha256 is checked on.
+const MaxHashSize = 1 << 30
+
 func lockCurrent(dirfd int, base, abs, want string) (func(), error) {
 	for {
 		fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
@@ -201,6 +204,10 @@ func lockCurrent(dirfd int, base, abs, want string) (func(), error) {
 			held.Ino != now.Ino || held.Dev != now.Dev {
 			f.Close() // replaced while we waited: lock the new one
 			continue
+		}
+		if want != "" && held.Size > MaxHashSize {
+			f.Close()
+			return nil, errorf(ErrLimit, abs, "%s is %d bytes; if_sha256 is checked on files up to %d bytes (hashing it would hold the request for long)", abs, held.Size, int64(MaxHashSize))
 		}
 		if want != "" {
 			h := sha256.New()
