@@ -3,7 +3,12 @@ package runtime
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 	"time"
+
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/trl-project/trl/approval"
 	"github.com/trl-project/trl/exec"
@@ -64,6 +69,96 @@ func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string) (
 		metrics.Get().PolicyDecision(d.Action.String(), "ran")
 		return nil, nil
 	}
+}
+
+// admitState checks a state given to session.create (SPEC §17) against
+// the policy, as the lines that would define it: its functions were
+// defined unchecked (a state whose `ls` ran `rm -v "$@"` let `ls f`
+// delete f under a policy denying rm), and its variables and aliases are
+// checked as assignments (a PROMPT_COMMAND the shell would run later, an
+// alias's value). Only a state the policy allows may be applied: one it
+// would ask a person about is refused too, since nothing waits for an
+// approval while a session is made.
+func (rt *Runtime) admitState(ctx context.Context, name string, st *protocol.ShellState) error {
+	if st == nil || rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
+		return nil
+	}
+	caller := protocol.CallerFrom(ctx)
+	d := rt.opts.Policy.Evaluate(policy.Input{Line: stateScript(st), Cwd: st.Cwd, Session: name, Actor: caller.Actor})
+	if d.Action == policy.Allow {
+		return nil
+	}
+	metrics.Get().PolicyDecision(d.Action.String(), "denied")
+	// The state's text is not logged: its variables may hold secrets.
+	rt.auditDecision(nil, caller.Actor, "(the state given to session.create "+name+")", d, "denied", nil)
+	msg := "the command policy denies this session's state (" + d.RuleName + "): " + d.Reason + "; no session was made"
+	if d.Action == policy.Ask {
+		msg = "the command policy asks a person about this session's state (" + d.RuleName + "): " + d.Reason +
+			"; session.create cannot wait for an approval, so no session was made: create it without that part of the state and define it with exec.run"
+	}
+	return &protocol.Error{Code: protocol.CodeCommandDenied, Message: msg,
+		Data: protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command}}
+}
+
+// stateScript is st as the bash lines that would define it, for the
+// policy: exported and other variables, aliases and functions.
+func stateScript(st *protocol.ShellState) string {
+	var b strings.Builder
+	q := func(v string) string {
+		if s, err := syntax.Quote(v, syntax.LangBash); err == nil {
+			return s
+		}
+		return "\"$unquotable\"" // an expansion: the policy's unknown action
+	}
+	for _, k := range slices.Sorted(maps.Keys(st.Env)) {
+		b.WriteString("export " + k + "=" + q(st.Env[k]) + "\n")
+	}
+	for _, v := range st.Vars {
+		switch {
+		case v.Kind == "nameref":
+			b.WriteString("declare -n " + v.Name + "=" + q(v.Value) + "\n")
+		case v.Array != nil:
+			b.WriteString(v.Name + "=(")
+			for _, e := range v.Array {
+				b.WriteString(q(e) + " ")
+			}
+			b.WriteString(")\n")
+		case v.Assoc != nil:
+			b.WriteString("declare -A " + v.Name + "=(")
+			for _, k := range slices.Sorted(maps.Keys(v.Assoc)) {
+				b.WriteString("[" + q(k) + "]=" + q(v.Assoc[k]) + " ")
+			}
+			b.WriteString(")\n")
+		default:
+			b.WriteString(v.Name + "=" + q(v.Value) + "\n")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(st.Aliases)) {
+		b.WriteString("alias " + q(k+"="+st.Aliases[k]) + "\n")
+	}
+	for _, k := range slices.Sorted(maps.Keys(st.Functions)) {
+		b.WriteString(st.Functions[k] + "\n")
+	}
+	return b.String()
+}
+
+// withEnv is the line the policy checks for text run with env (exec.run's
+// env): each variable exported first, then the text, as the command gets
+// them. `{"env": {"BASH_ENV": f}, "command": "bash -c true"}` ran f's
+// commands unchecked, while `BASH_ENV=f bash -c true` is checked.
+func withEnv(text string, env map[string]string) string {
+	if len(env) == 0 {
+		return text
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		v, err := syntax.Quote(env[k], syntax.LangBash)
+		if err != nil {
+			v = "\"$unquotable\"" // an expansion: the policy's unknown action
+		}
+		b.WriteString("export " + k + "=" + v + "\n")
+	}
+	return b.String() + text
 }
 
 // shells are the programs whose prompt takes command lines: what is typed

@@ -747,3 +747,65 @@ func TestTypedIntoZsh(t *testing.T) {
 	_, err = rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID, Signal: "KILL"})
 	require.NoError(t, err)
 }
+
+// TestPolicySeesEnvAndState: what a command gets through exec.run's env,
+// and what a session gets from the state it is created with, are checked
+// as the lines that would set them. {"env": {"BASH_ENV": f}} ran f's rm
+// past a policy denying it, and a state's function `ls` that ran rm was
+// defined unchecked.
+func TestPolicySeesEnvAndState(t *testing.T) {
+	if _, err := osexec.LookPath("bash"); err != nil {
+		t.Skip("needs bash:", err)
+	}
+	p, err := policy.Parse([]byte("default: allow\nunknown: deny\nrules:\n  - match: {program: [rm]}\n    action: deny\n    reason: no deleting\n"), "p.yaml")
+	require.NoError(t, err)
+	rt := newRuntime(t, Options{Policy: policy.NewEvaluator(p), Approvals: approval.New(approval.Options{})})
+	ctx := agentCtx()
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	require.NoError(t, os.WriteFile(victim, nil, 0o644))
+	envFile := filepath.Join(dir, "envf")
+	require.NoError(t, os.WriteFile(envFile, []byte("rm -f "+victim+"\n"), 0o644))
+
+	s, err := rt.SessionCreate(ctx, protocol.SessionCreateParams{Shell: "/bin/bash"})
+	require.NoError(t, err)
+	cmd := "bash -c true"
+	_, err = rt.ExecRun(ctx, protocol.ExecParams{SessionID: s.SessionID, Command: &cmd, Env: map[string]string{"BASH_ENV": envFile}})
+	require.Error(t, err)
+	assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code)
+	assert.FileExists(t, victim, "nothing ran")
+	echo := `echo "$GREETING"`
+	st, err := rt.ExecRun(ctx, protocol.ExecParams{SessionID: s.SessionID, Command: &echo, Env: map[string]string{"GREETING": "it's fine"}})
+	require.NoError(t, err, "an ordinary variable is allowed")
+	assert.Equal(t, "it's fine\n", st.Stdout)
+
+	state := func(fn, alias, prompt string) *protocol.ShellState {
+		st := &protocol.ShellState{Shell: "bash", Cwd: dir, Env: map[string]string{"PATH": os.Getenv("PATH")}}
+		if fn != "" {
+			st.Functions = map[string]string{"ls": fn}
+		}
+		if alias != "" {
+			st.Aliases = map[string]string{"ll": alias}
+		}
+		if prompt != "" {
+			st.Vars = []protocol.StateVar{{Name: "PROMPT_COMMAND", Kind: "scalar", Value: prompt}}
+		}
+		return st
+	}
+	for _, bad := range []*protocol.ShellState{
+		state("ls () \n{ \n    rm -v \"$@\"\n}", "", ""),
+		state("", "rm -rf", ""),
+		state("", "", "rm -f "+victim),
+	} {
+		_, err := rt.SessionCreate(ctx, protocol.SessionCreateParams{Shell: "/bin/bash", State: bad})
+		require.Error(t, err)
+		assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code, "%+v", bad)
+	}
+	assert.FileExists(t, victim)
+	ok, err := rt.SessionCreate(ctx, protocol.SessionCreateParams{Shell: "/bin/bash", State: state("ls () \n{ \n    command ls -F \"$@\"\n}", "ls -l", "")})
+	require.NoError(t, err, "a state the policy allows is applied")
+	ls := "ls " + dir
+	out, err := rt.ExecRun(ctx, protocol.ExecParams{SessionID: ok.SessionID, Command: &ls})
+	require.NoError(t, err)
+	assert.Contains(t, out.Stdout, "envf")
+}
