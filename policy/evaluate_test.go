@@ -95,6 +95,12 @@ func TestEvaluateTable(t *testing.T) {
 		{"find . -name '*.o' -exec rm {} \\;", Ask, "deleting files"},
 		{"xargs -n1 -I{} sh -c 'rm -rf /' < list", Deny, "deleting the root or home directory"},
 		{"su -c 'rm -rf /' root", Deny, "deleting the root or home directory"},
+		{"nsenter -t 1 -m rm -rf /", Deny, "deleting the root or home directory"},
+		{"runuser -c 'rm -rf /' root", Deny, "deleting the root or home directory"},
+		{"runuser -u root -- rm -rf /", Deny, "deleting the root or home directory"},
+		{"flock -w 3 /tmp/l -c 'rm -rf /'", Deny, "deleting the root or home directory"},
+		{"chrt -p 5 1234", Allow, "default"},
+		{"taskset -p 3 1234", Allow, "default"},
 		// Scripts given to shells.
 		{"bash -c 'rm -rf /'", Deny, "deleting the root or home directory"},
 		{`sh -c "git push --force"`, Deny, "no force push"},

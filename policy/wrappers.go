@@ -25,8 +25,10 @@ type wrapper struct {
 	// assignments: NAME=value words come before the program (env).
 	assignments bool
 	// split is the short option whose value is itself a command line
-	// (env -S 'prog args'); 0 for none.
-	split byte
+	// (env -S 'prog args', runuser -c 'cmd'); 0 for none. It is one of
+	// valueShort. splitLong is its long name.
+	split     byte
+	splitLong string
 	// appends: the wrapper adds words from its input to the command
 	// (xargs).
 	appends bool
@@ -38,7 +40,7 @@ var wrappers = map[string]wrapper{
 	"sudo": {noRun: "elvK", valueShort: "CDghpRrTtUu", valueLong: []string{"--chdir", "--close-from", "--group", "--host", "--prompt", "--chroot", "--role", "--type", "--command-timeout", "--other-user", "--user"}},
 	"doas": {valueShort: "Cu"},
 	"env": {valueShort: "uCS", valueLong: []string{"--unset", "--chdir", "--split-string", "--block-signal", "--default-signal", "--ignore-signal"},
-		assignments: true, split: 'S'},
+		assignments: true, split: 'S', splitLong: "--split-string"},
 	"command": {noRun: "vV"},
 	"builtin": {},
 	"exec":    {valueShort: "a"},
@@ -52,6 +54,20 @@ var wrappers = map[string]wrapper{
 	"stdbuf":  {valueShort: "ioe", valueLong: []string{"--input", "--output", "--error"}},
 	"ionice":  {valueShort: "cnp"},
 	"busybox": {},
+	// util-linux's: each runs the program after its options (and, for
+	// chrt and taskset, a priority or CPU list); with -p they act on a
+	// running process instead.
+	"chrt":    {noRun: "pm", valueShort: "TPD", valueLong: []string{"--sched-runtime", "--sched-period", "--sched-deadline"}, operands: 1},
+	"taskset": {noRun: "p", operands: 1},
+	"prlimit": {valueShort: "po", valueLong: []string{"--pid", "--output"}},
+	"unshare": {valueShort: "SGRw", valueLong: []string{"--setuid", "--setgid", "--root", "--wd", "--propagation", "--setgroups",
+		"--map-user", "--map-group", "--map-users", "--map-groups", "--monotonic", "--boottime"}},
+	"nsenter": {valueShort: "tSG", valueLong: []string{"--target", "--setuid", "--setgid"}},
+	"setpriv": {noRun: "d", valueLong: []string{"--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid", "--groups", "--inh-caps",
+		"--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label", "--apparmor-profile",
+		"--landlock-access", "--landlock-rule", "--seccomp-filter"}},
+	"runuser": {valueShort: "ugGswc", valueLong: []string{"--user", "--group", "--supp-group", "--shell", "--whitelist-environment", "--command"},
+		split: 'c', splitLong: "--command"},
 	// zsh's precommand modifiers and its repeat loop.
 	"noglob":    {},
 	"nocorrect": {},
@@ -86,7 +102,7 @@ func (s *scanner) wrapper(x *call, w wrapper, args []*syntax.Word, end uint) str
 		if strings.HasPrefix(a, "--") {
 			name, val, hasVal := strings.Cut(a, "=")
 			takes := slices.Contains(w.valueLong, name)
-			if w.split != 0 && name == "--split-string" {
+			if w.split != 0 && name == w.splitLong {
 				if !hasVal && i+1 < len(args) {
 					val, hasVal = literal(args[i+1])
 				}
