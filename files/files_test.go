@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -466,4 +467,32 @@ func TestSparseFileBounded(t *testing.T) {
 	c, err := fs.Read(Scope{}, p, ReadOptions{Offset: 3 << 30, Length: 16})
 	require.NoError(t, err)
 	assert.Equal(t, make([]byte, 16), c.Data)
+}
+
+// TestListBounded: a listing reads no more of a directory's names than
+// its scan bound (it read them all, 180 MB for one request of limit 1 on
+// a directory of 300,000 long names), and paging at the ends of int does
+// not overflow (it panicked).
+func TestListBounded(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	for i := range 50 {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d", i)), nil, 0o644))
+	}
+	defer func(was int) { maxListScan = was }(maxListScan)
+	maxListScan = 10
+	l, err := fs.List(Scope{}, dir, ListOptions{Limit: 1})
+	require.NoError(t, err)
+	assert.Len(t, l.Entries, 1)
+	assert.Equal(t, 10, l.Total, "the scan stopped at its bound")
+	assert.False(t, l.Complete)
+	maxListScan = 100000
+	l, err = fs.List(Scope{}, dir, ListOptions{Offset: math.MaxInt, Limit: math.MaxInt})
+	require.NoError(t, err)
+	assert.Empty(t, l.Entries)
+	assert.Equal(t, 50, l.Total)
+	l, err = fs.List(Scope{}, dir, ListOptions{Offset: 45, Limit: math.MaxInt})
+	require.NoError(t, err)
+	assert.Len(t, l.Entries, 5)
+	assert.True(t, l.Complete)
 }
