@@ -23,7 +23,20 @@ func TestDuplicateKeysRefused(t *testing.T) {
 			assert.Equal(t, CodeInvalidParams, err.Code)
 			assert.Contains(t, err.Message, `"`+tc.dup+`" appears twice`)
 		}
-		_ = req
+		// The answer carries the request's id (it was null, so a client
+		// with requests in flight could not match it), unless the id
+		// itself is the duplicate.
+		if tc.dup == "id" {
+			assert.Nil(t, req.ID, tc.msg)
+		} else {
+			assert.Equal(t, "1", string(req.ID), tc.msg)
+		}
+	}
+	// JSON-RPC: a duplicate in params is invalid params (-32602), with the id.
+	req, err := Decode([]byte(`{"jsonrpc":"2.0","id":7,"method":"exec.run","params":{"command":"a","command":"b"}}`))
+	if assert.NotNil(t, err) {
+		assert.Equal(t, RPCInvalidParams, err.rpcNumber())
+		assert.Equal(t, "7", string(req.ID))
 	}
 	for _, ok := range []string{
 		`{"id":1,"method":"exec.run","params":{"command":"echo \"command\": x","env":{"command":"y"}}}`,

@@ -66,9 +66,6 @@ func Decode(msg []byte) (*Request, *Error) {
 	if w.JSONRPC != nil {
 		req.Dialect = JSONRPC
 	}
-	if k, dup := duplicateKey(msg); dup {
-		return req, InvalidRequest("key %q appears twice in one object; send each key once", clipString(k))
-	}
 	switch {
 	case len(w.ID) == 0:
 		// No id: answered with id null in TRL; a notification in JSON-RPC.
@@ -85,6 +82,17 @@ func Decode(msg []byte) (*Request, *Error) {
 		req.ID = bytes.ToValidUTF8(w.ID, []byte("\uFFFD"))
 	default:
 		return req, InvalidRequest(`"id" must be a string or a number, got %s`, clip(w.ID))
+	}
+	// After the id is read, so that the answer carries it: a client with
+	// requests in flight could not match an answer with id null.
+	if k, dup := duplicateKey(w.Params); dup {
+		return req, Errorf(CodeInvalidParams, "key %q appears twice in one object of params; send each key once", clipString(k))
+	}
+	if k, dup := duplicateKey(msg); dup {
+		if k == "id" {
+			req.ID = nil // which one the client meant cannot be told
+		}
+		return req, InvalidRequest("key %q appears twice in one object; send each key once", clipString(k))
 	}
 	if w.JSONRPC != nil && string(*w.JSONRPC) != `"2.0"` {
 		return req, InvalidRequest(`"jsonrpc" must be "2.0", got %s`, clip(*w.JSONRPC))
