@@ -339,8 +339,10 @@ func (j *Job) passGate() bool {
 	select {
 	case <-j.gate.Decided():
 	case req := <-j.requests:
-		j.endUnrun(Exit{ExitCode: 128 + int(unix.SIGINT), Canceled: true})
-		req.reply <- signalReply{sent: req.sig}
+		// Withdrawn: nothing ran, so no signal was sent and the exit is
+		// a command's that never ran (it said SIGINT and 130).
+		j.endUnrun(Exit{ExitCode: DeniedExitCode, Canceled: true})
+		req.reply <- signalReply{}
 		return false
 	case <-j.shell.Ended():
 		j.endUnrun(Exit{ExitCode: DeniedExitCode, Cause: j.shell.EndCause(), SessionExited: true})
