@@ -638,6 +638,7 @@ func TestAwaitingApprovalHoldsTheSession(t *testing.T) {
 	_, err = rt.SessionDestroy(agentCtx(), protocol.SessionDestroyParams{SessionID: s.SessionID})
 	require.Error(t, err, "destroy without force")
 	assert.Equal(t, protocol.CodeSessionBusy, protocol.AsError(err).Code)
+	assert.Contains(t, err.Error(), `"force": true`, "says how to destroy it anyway")
 
 	res, err := rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID})
 	require.NoError(t, err)

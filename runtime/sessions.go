@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/trl-project/trl/protocol"
@@ -127,7 +128,11 @@ func (rt *Runtime) sessionDestroy(ctx context.Context, p protocol.SessionDestroy
 	}
 	if !p.Force && rt.current(s) != nil {
 		// A command holds it, running or awaiting approval.
-		return protocol.SessionDestroyed{}, rt.busyError(s, protocol.Errorf(protocol.CodeSessionBusy, "session %s is busy; destroy it with force", s.ID()))
+		err := rt.busyError(s, protocol.Errorf(protocol.CodeSessionBusy, "session %s is busy; destroy it with force", s.ID()))
+		if pe, ok := err.(*protocol.Error); ok && !strings.Contains(pe.Message, "force") {
+			pe.Message += "; or destroy it anyway with \"force\": true, which ends the command"
+		}
+		return protocol.SessionDestroyed{}, err
 	}
 	s, err = rt.sessions.Destroy(p.SessionID, p.Force)
 	if err != nil {

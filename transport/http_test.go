@@ -598,3 +598,21 @@ func TestHTTPGatewayMount(t *testing.T) {
 		require.NotEmpty(t, errCode(m))
 	}
 }
+
+// TestHTTPNotFoundListsEveryPath: a 404 names every path the server
+// serves (it left out /mcp, /console/, /metrics, /livez and /readyz).
+func TestHTTPNotFoundListsEveryPath(t *testing.T) {
+	checkGoroutines(t)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})
+	ts := serveHTTP(t, newFakeHandler(), HTTPOptions{Probes: ok, Console: ok, MCP: ok, Metrics: ok})
+	resp := ts.do("GET", "/nope", "", auth())
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	msg := readJSON(t, resp)["error"].(map[string]any)["message"].(string)
+	for _, p := range []string{"/rpc", "/healthz", "/livez", "/readyz", "/metrics", "/mcp", "/console/"} {
+		require.Contains(t, msg, p)
+	}
+	bare := serveHTTP(t, newFakeHandler(), HTTPOptions{})
+	resp = bare.do("GET", "/nope", "", auth())
+	msg = readJSON(t, resp)["error"].(map[string]any)["message"].(string)
+	require.NotContains(t, msg, "/mcp", "only what this server serves")
+}

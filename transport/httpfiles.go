@@ -39,6 +39,15 @@ func (s *HTTPServer) serveFiles(w *stallWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "session", "path", "mode", "create_dirs":
+		default:
+			writeEnvelope(w, http.StatusBadRequest, protocol.CodeInvalidParams, fmt.Sprintf(
+				"unknown query parameter %q; /files takes session and path (and, to PUT, mode and create_dirs), e.g. /files?session=ID&path=/tmp/f", clipString(k, 64)))
+			return
+		}
+	}
 	p := q.Get("path")
 	if p == "" {
 		writeEnvelope(w, http.StatusBadRequest, protocol.CodeInvalidParams, "the query parameter path is required, e.g. /files?session=ID&path=/tmp/f")

@@ -121,11 +121,23 @@ func (s *HTTPServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		paths := "POST /rpc, GET /healthz"
+		if s.opts.Probes != nil {
+			paths += ", GET /livez and /readyz"
+		}
+		if s.opts.Metrics != nil {
+			paths += ", GET /metrics"
+		}
 		if s.opts.Gateway != nil {
-			paths = "POST /rpc, POST /execute, GET /healthz"
+			paths += ", POST /execute"
 		}
 		if s.opts.Files != nil {
 			paths += ", GET and PUT /files"
+		}
+		if s.opts.MCP != nil {
+			paths += ", /mcp"
+		}
+		if s.opts.Console != nil {
+			paths += ", /console/"
 		}
 		writeEnvelope(w, http.StatusNotFound, protocol.CodeInvalidParams,
 			fmt.Sprintf("no such path %q; the paths are %s", clipString(r.URL.Path, 64), paths))

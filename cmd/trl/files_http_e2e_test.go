@@ -101,6 +101,12 @@ func TestHTTPFilesEndToEnd(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	b, _ := os.ReadFile(p)
 	assert.Equal(t, content, b, "refused requests changed nothing")
+
+	// A mistyped query parameter is named (it was "path is required").
+	resp = d.do(t, http.MethodGet, d.url+"/files?pth="+url.QueryEscape(p), nil, bearer())
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	body, _ := io.ReadAll(resp.Body)
+	assert.Contains(t, string(body), `unknown query parameter \"pth\"`)
 }
 
 // TestHTTPFilesOfProcAndSys: GET /files of a /proc file (which refuses
