@@ -184,6 +184,20 @@ func TestWaitIsPerClient(t *testing.T) {
 	assert.Contains(t, text, "in-a")
 }
 
+// TestOutputBytesAreTheCommands: the structured output's bytes count the
+// command's bytes, as stdout_bytes does, when a character is cut at the
+// end (it counted the U+FFFD that replaced the byte: 2,000,002 of
+// 2,000,000).
+func TestOutputBytesAreTheCommands(t *testing.T) {
+	cs, _ := connect(t, nil)
+	_, st, isErr := callTool(t, cs, "run", map[string]any{"command": "yes 'héllo wörld' | head -c 2000000"})
+	require.False(t, isErr)
+	assert.EqualValues(t, 2000000, int64(st["stdout"].(map[string]any)["bytes"].(float64)))
+	_, st, isErr = callTool(t, cs, "run", map[string]any{"command": "printf 'a\\303'"})
+	require.False(t, isErr)
+	assert.EqualValues(t, 2, int64(st["stdout"].(map[string]any)["bytes"].(float64)), "a short output too")
+}
+
 // Items 6 and 15: a long output keeps its head and tail at line
 // boundaries; the text and the structured content say exactly what was
 // left out and which of it read_output can still read, and the
@@ -199,6 +213,8 @@ func TestCutOutput(t *testing.T) {
 	om := out["omitted"].(map[string]any)
 	from, dropped := int64(om["offset"].(float64)), int64(om["bytes"].(float64))
 	assert.EqualValues(t, 1288895, int64(out["bytes"].(float64)))
+	_, hasLines := om["lines"]
+	assert.False(t, hasLines, "lines is left out when not all of them were seen (it said -1)")
 	m := regexp.MustCompile(`\n\[… (\d+) bytes left out at offset (\d+); only bytes (\d+)–(\d+) and (\d+)–(\d+) are still kept \(read_output with offset (\d+)\); the other (\d+) bytes are lost …\]\n(\d+)\n`).FindStringSubmatch(text)
 	require.NotNil(t, m, text[len(text)/2-2000:len(text)/2+2000])
 	assert.Equal(t, strconv.FormatInt(dropped, 10), m[1])

@@ -60,10 +60,11 @@ type Output struct {
 // read.
 type Omitted struct {
 	// Bytes left out, from Offset in the command's output; Lines is the
-	// count of newlines among them, -1 when some were never seen.
-	Offset int64 `json:"offset"`
-	Bytes  int64 `json:"bytes"`
-	Lines  int64 `json:"lines"`
+	// count of newlines among them, left out when some were never seen
+	// (it said -1, which read as a count).
+	Offset int64  `json:"offset"`
+	Bytes  int64  `json:"bytes"`
+	Lines  *int64 `json:"lines,omitempty"`
 	// Kept are the parts still kept, which read_output reads; the rest
 	// is gone (the command's output keeps its head and its tail).
 	Kept []Span `json:"kept"`
@@ -131,12 +132,18 @@ func (s *server) output(ctx context.Context, st protocol.ExecStatus, stream stri
 		c.Skip(total - next)
 	}
 	k := c.Cut()
-	o := Output{Offset: start, Bytes: k.Total}
+	// Bytes of the command's output, as stdout_bytes counts them: the
+	// clipper counted the text, where an invalid byte had become U+FFFD
+	// (a character cut by head -c made 2,000,002 of 2,000,000).
+	o := Output{Offset: start, Bytes: max(total-start, 0)}
 	if k.Dropped == 0 {
 		o.Text = render.Text([]byte(k.Head))
 		return o
 	}
-	om := &Omitted{Offset: start + k.From, Bytes: k.Dropped, Lines: k.DroppedLines}
+	om := &Omitted{Offset: start + k.From, Bytes: k.Dropped}
+	if k.DroppedLines >= 0 {
+		om.Lines = &k.DroppedLines
+	}
 	om.Kept = s.kept(ctx, st.ExecID, stream, om.Offset, om.Offset+om.Bytes)
 	o.Omitted = om
 	head := render.Text([]byte(k.Head))
@@ -151,8 +158,8 @@ func (s *server) output(ctx context.Context, st protocol.ExecStatus, stream stri
 // and which of it read_output can still read.
 func omittedLine(stream string, om *Omitted) string {
 	what := fmt.Sprintf("%d bytes", om.Bytes)
-	if om.Lines >= 0 {
-		what += fmt.Sprintf(" (%d lines)", om.Lines)
+	if om.Lines != nil {
+		what += fmt.Sprintf(" (%d lines)", *om.Lines)
 	}
 	tool := "read_output"
 	if stream == "stderr" {
