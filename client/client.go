@@ -84,6 +84,9 @@ var (
 	ErrAuthFailed      = &Error{Code: string(protocol.CodeAuthFailed)}
 	ErrShuttingDown    = &Error{Code: string(protocol.CodeShuttingDown)}
 	ErrInternal        = &Error{Code: string(protocol.CodeInternal)}
+	// ErrCommandDenied: the command policy refused the command (SPEC
+	// §16); the Error's Data holds the rule and reason.
+	ErrCommandDenied = &Error{Code: string(protocol.CodeCommandDenied)}
 )
 
 // caller is the transport: one call, or a request whose notifications
@@ -169,6 +172,9 @@ type RunRequest struct {
 	YieldMS int64    `json:"yield_ms,omitempty"`
 	Until   []string `json:"until,omitempty"`
 	Render  string   `json:"render,omitempty"`
+	// Check makes an exit other than 0 an error: ErrCommandFailed (and a
+	// timeout ErrCommandTimeout), the command's status in its Data.
+	Check bool `json:"check,omitempty"`
 }
 
 // MarshalJSON keeps an empty Until (wait for the exit only) apart from a

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/trl-project/trl/client"
 	"github.com/trl-project/trl/protocol"
+	"github.com/trl-project/trl/policy"
 	"github.com/trl-project/trl/runtime"
 	"github.com/trl-project/trl/transport"
 )
@@ -23,7 +24,14 @@ const token = "client-test-token"
 // daemon serves a real runtime on a socket and HTTP, as trl serve does.
 func daemon(t *testing.T) (socket, httpURL string) {
 	t.Helper()
-	rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
+	return daemonWith(t, runtime.Options{})
+}
+
+// daemonWith is daemon with opts for the runtime.
+func daemonWith(t *testing.T, opts runtime.Options) (socket, httpURL string) {
+	t.Helper()
+	opts.Logger = zerolog.Nop()
+	rt := runtime.New(opts)
 	socket = filepath.Join(t.TempDir(), "trl.sock")
 	us, err := transport.ListenUnix(socket, transport.UnixOptions{Logger: zerolog.Nop()})
 	require.NoError(t, err)
@@ -192,4 +200,24 @@ func TestStreamWaiting(t *testing.T) {
 			assert.Contains(t, out.String(), "hello ada\n")
 		})
 	}
+}
+
+// TestDeniedAndCheckedTyped: a policy's refusal is ErrCommandDenied (no
+// sentinel existed), and Check makes a failing exit ErrCommandFailed (the
+// request had no Check field).
+func TestDeniedAndCheckedTyped(t *testing.T) {
+	p, err := policy.Parse([]byte("default: allow\nrules:\n  - match: {program: [rm]}\n    action: deny\n    reason: no deleting\n"), "p.yaml")
+	require.NoError(t, err)
+	socket, _ := daemonWith(t, runtime.Options{Policy: policy.NewEvaluator(p)})
+	c, err := client.Dial(context.Background(), socket)
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	_, err = c.Run(ctx, client.RunRequest{Command: "rm -f /tmp/nothing-here"})
+	assert.ErrorIs(t, err, client.ErrCommandDenied)
+	_, err = c.Run(ctx, client.RunRequest{Command: "(exit 3)", Check: true})
+	assert.ErrorIs(t, err, client.ErrCommandFailed)
+	st, err := c.Run(ctx, client.RunRequest{Command: "false"})
+	require.NoError(t, err, "without Check a failing exit is a status")
+	assert.Equal(t, 1, *st.ExitCode)
 }

@@ -4,7 +4,7 @@ import ast
 import os
 import unittest
 
-from trl_client import CommandFailed, ProtocolError, SessionNotFound, TrlError
+from trl_client import CommandDenied, CommandFailed, ProtocolError, SessionNotFound, TrlError
 from trl_client._core import HTTPResponseParser, Protocol, Reply, StreamEvent, split_url
 
 
@@ -31,6 +31,10 @@ class ProtocolTest(unittest.TestCase):
         with self.assertRaises(CommandFailed) as cm:
             ev.result()
         self.assertEqual(cm.exception.data["exit_code"], 2)
+        ev = p.receive(b'{"id":"d","ok":false,"error":{"code":"COMMAND_DENIED","message":"m","data":{"rule":"no-rm"}}}\n')[0]
+        with self.assertRaises(CommandDenied) as cm:  # was a bare TrlError
+            ev.result()
+        self.assertEqual(cm.exception.data["rule"], "no-rm")
         ev = p.receive(b'{"id":"z","ok":false,"error":{"code":"SOMETHING_NEW","message":"m"}}\n')[0]
         with self.assertRaises(TrlError) as cm:
             ev.result()

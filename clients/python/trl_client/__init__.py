@@ -12,6 +12,7 @@ from .aio import AsyncClient, AsyncStream
 from .client import Client, Stream
 from .errors import (
     AuthFailed,
+    CommandDenied,
     CommandFailed,
     CommandTimeout,
     Conflict,
@@ -43,6 +44,7 @@ __all__ = [
     "AuthFailed",
     "Chunk",
     "Client",
+    "CommandDenied",
     "CommandFailed",
     "CommandTimeout",
     "Conflict",

@@ -116,6 +116,13 @@ class OutsideRoot(TrlError):
     code = "OUTSIDE_ROOT"
 
 
+class CommandDenied(TrlError):
+    """The command policy refused the command; nothing ran. ``data`` holds
+    the rule and reason."""
+
+    code = "COMMAND_DENIED"
+
+
 class TransportError(ConnectionError):
     """The daemon could not be reached, or the connection broke mid-call."""
 
@@ -146,6 +153,7 @@ _BY_CODE: Dict[str, Type[TrlError]] = {
         IsADirectory,
         NotADirectory,
         OutsideRoot,
+        CommandDenied,
     )
 }
 
