@@ -84,6 +84,11 @@ type Caller struct {
 	// toolCallId), makes a retried call share the first call's approval:
 	// a person is never asked twice for one call.
 	ApprovalKey string
+	// InputEnded, set by a transport whose client sends its requests on
+	// one stream (stdio, a socket connection), closes when that stream
+	// has ended (end of stdin, a socket shut down for writing): nothing
+	// more can be typed into a command that waits for input.
+	InputEnded <-chan struct{}
 }
 
 type callerKey struct{}

@@ -254,14 +254,50 @@ func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *
 	var seq int64
 	w := waitWatch{rt: rt, j: j}
 	defer w.stop()
+	// Once the client's input has ended (end of stdin for trl stdio, a
+	// socket shut down for writing), a wait told can never be answered:
+	// the stream followed the command for ever, and a request read after
+	// it was never answered. The command is interrupted instead, as
+	// exec.cancel would.
+	var ended context.Context
+	if ch := protocol.CallerFrom(ctx).InputEnded; ch != nil {
+		var stop context.CancelFunc
+		ended, stop = context.WithCancel(context.Background())
+		defer stop()
+		go func() { // ends with the follow (stop) or the input
+			select {
+			case <-ch:
+				stop()
+			case <-ended.Done():
+			}
+		}()
+	}
+	waitTold := false // since the command last ran on after a wait
 	for {
 		// A read whose watch saw a wait still answers the output that
 		// was ready: the wait is told after it, once the read ends.
-		chunks, exit, err := r.Next(w.arm(ctx))
+		rctx, cancel := w.arm(ctx), context.CancelFunc(func() {})
+		stopEnded := func() bool { return false }
+		if waitTold && ended != nil {
+			rctx, cancel = context.WithCancel(rctx)
+			stopEnded = context.AfterFunc(ended, cancel)
+		}
+		chunks, exit, err := r.Next(rctx)
+		stopEnded()
+		cancel()
 		if err != nil {
 			if in := w.fired(); in != nil && ctx.Err() == nil {
 				if err := emit(protocol.NotifyExecWaiting, protocol.WaitingNotification{StreamID: st.ID, Input: *in}); err != nil {
 					return err
+				}
+				waitTold = true
+				continue
+			}
+			if waitTold && ended != nil && ended.Err() != nil && ctx.Err() == nil {
+				waitTold = false
+				if in, _ := rt.inputWait(j); in != nil {
+					rt.log.Info().Str("exec_id", j.ID()).Msg("the client's input ended while its command waited for input; interrupted")
+					_, _ = j.Cancel(unix.SIGINT)
 				}
 				continue
 			}

@@ -112,6 +112,9 @@ type conn struct {
 	// idle hands a request to a worker waiting for one (start).
 	idle    chan *protocol.Request
 	drained chan struct{}
+	// inputEnded closes when reading ends: what runs learns that the
+	// client can type nothing more (protocol.Caller.InputEnded).
+	inputEnded chan struct{}
 
 	wmu  sync.Mutex
 	w    io.Writer
@@ -148,6 +151,7 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		closer: closer,
 	}
 	c.backlog, c.drained = make(chan queued, opts.Backlog), make(chan struct{})
+	c.inputEnded = make(chan struct{})
 	c.idle = make(chan *protocol.Request)
 	go c.drain()
 	if opts.Sequential {
@@ -186,6 +190,7 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		}
 		c.dispatch(msg)
 	}
+	close(c.inputEnded)
 
 	if opts.Sequential && parent.Err() == nil {
 		// Every request read is answered, in order, before the end.
@@ -412,7 +417,7 @@ func (c *conn) work(req *protocol.Request) {
 // run answers req through the request pipeline (answer), the conn
 // being its replier.
 func (c *conn) run(req *protocol.Request) {
-	answer(c.ctx, c.h, caller{transport: c.opts.Transport, actor: c.opts.Actor, log: c.opts.Logger}, req, c)
+	answer(c.ctx, c.h, caller{transport: c.opts.Transport, actor: c.opts.Actor, log: c.opts.Logger, inputEnded: c.inputEnded}, req, c)
 }
 
 // reply implements replier: the response is one line like any other.

@@ -30,6 +30,8 @@ type caller struct {
 	log       zerolog.Logger
 	// approver is set when the request carried the approver token.
 	approver bool
+	// inputEnded closes when the connection's input has ended.
+	inputEnded <-chan struct{}
 }
 
 // answer runs one decoded request through h and answers it through out:
@@ -52,7 +54,7 @@ func answer(ctx context.Context, h protocol.Handler, who caller, req *protocol.R
 		}
 	}()
 
-	ctx = protocol.WithCaller(ctx, protocol.Caller{Transport: who.transport, Actor: who.actor, Approver: who.approver})
+	ctx = protocol.WithCaller(ctx, protocol.Caller{Transport: who.transport, Actor: who.actor, Approver: who.approver, InputEnded: who.inputEnded})
 	reply, err := h.Handle(ctx, &protocol.Call{Method: req.Method, Params: req.Params})
 	if req.IsNotification() {
 		// JSON-RPC: a notification runs and gets no answer.

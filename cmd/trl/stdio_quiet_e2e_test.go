@@ -141,3 +141,42 @@ func TestStdioStreamAnsweredByExecID(t *testing.T) {
 		t.Fatalf("trl stdio did not exit at end of input; it wrote %q", out)
 	}
 }
+
+// TestStdioInputEndsWhileACommandWaits: stdin ends while a streamed
+// command waits for input. Nothing can answer it any more: the command
+// is interrupted, and the request read after it is answered before trl
+// stdio exits (it hung for ever).
+func TestStdioInputEndsWhileACommandWaits(t *testing.T) {
+	cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
+	cmd.Dir = t.TempDir()
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	outR, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+	defer deadline.Stop()
+	_, err = io.WriteString(in, `{"id":1,"method":"exec.stream","params":{"command":"printf 'Name? '; read n; echo hi $n"}}`+"\n")
+	require.NoError(t, err)
+	lines := bufio.NewScanner(outR)
+	var out []string
+	for lines.Scan() {
+		out = append(out, lines.Text())
+		if strings.Contains(lines.Text(), `"exec.waiting"`) {
+			break
+		}
+	}
+	require.Contains(t, strings.Join(out, "\n"), "exec.waiting", "the command waits: %q", out)
+	_, err = io.WriteString(in, `{"id":2,"method":"system.ping"}`+"\n")
+	require.NoError(t, err)
+	require.NoError(t, in.Close())
+	for lines.Scan() {
+		out = append(out, lines.Text())
+	}
+	all := strings.Join(out, "\n")
+	assert.Contains(t, all, `"exec.exit"`, "the command ended: %q", out)
+	assert.Contains(t, all, `"canceled":true`, "interrupted, as a cancel would: %q", out)
+	assert.Contains(t, all, `{"id":2,"ok":true`, "the ping read before the end is answered: %q", out)
+	require.NoError(t, cmd.Wait(), "trl stdio exits by itself")
+}
