@@ -582,15 +582,22 @@ func TestAliasesCheckedOnLaterLines(t *testing.T) {
 		require.NoError(t, err, shell)
 		assert.Equal(t, "//\n", st.Stdout, "%s: the alias ran", shell)
 	}
-	s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/bash",
+	// A state's alias that runs rm is refused where it is defined, at
+	// session.create (TestPolicySeesEnvAndState); one that is harmless
+	// alone is remembered, and checked where a later line uses it.
+	_, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/bash",
 		State: &protocol.ShellState{Shell: "bash", Aliases: map[string]string{"tidy": "rm -f " + mark}}})
+	require.Error(t, err, "a state whose alias runs rm")
+	assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code)
+	s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/bash",
+		State: &protocol.ShellState{Shell: "bash", Aliases: map[string]string{"s": "env"}}})
 	require.NoError(t, err)
-	_, err = run(s.SessionID, "tidy")
+	_, err = run(s.SessionID, "s rm -f "+mark)
 	require.Error(t, err, "an alias the session's state gave it")
 	assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code)
 	f, err := rt.SessionFork(agentCtx(), protocol.SessionForkParams{SessionID: s.SessionID})
 	require.NoError(t, err)
-	_, err = run(f.SessionID, "tidy")
+	_, err = run(f.SessionID, "s rm -f "+mark)
 	require.Error(t, err, "an alias a fork carried")
 	_, statErr := os.Stat(mark)
 	assert.NoError(t, statErr, "the marker is still there")
