@@ -184,7 +184,7 @@ func inputWire(l protocol.InputList) []any {
 	return out
 }
 
-// The file methods as protocol.API declares them (SPEC §15); ReadFile,
+// The file methods as protocol.API declares them (docs/files.md); ReadFile,
 // WriteFile and the others in files.go are the convenient forms.
 
 func (c *Client) FSRead(ctx context.Context, p protocol.FSReadParams) (protocol.FSReadResult, error) {
@@ -219,12 +219,12 @@ func (c *Client) FSMove(ctx context.Context, p protocol.FSMoveParams) (protocol.
 	return typed[protocol.FSMoveResult](ctx, c, protocol.MethodFSMove, p)
 }
 
-// SessionState reads a session's shell state (SPEC §17).
+// SessionState reads a session's shell state (docs/state.md).
 func (c *Client) SessionState(ctx context.Context, p protocol.SessionRef) (protocol.ShellState, error) {
 	return typed[protocol.ShellState](ctx, c, protocol.MethodSessionState, p)
 }
 
-// SessionFork starts a session with another's state (SPEC §17).
+// SessionFork starts a session with another's state (docs/state.md).
 func (c *Client) SessionFork(ctx context.Context, p protocol.SessionForkParams) (protocol.SessionInfo, error) {
 	return typed[protocol.SessionInfo](ctx, c, protocol.MethodSessionFork, p)
 }

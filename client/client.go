@@ -1,4 +1,4 @@
-// Package client is trl's Go client (SPEC §12). Over the Unix socket it
+// Package client is trl's Go client (docs/clients.md). Over the Unix socket it
 // speaks JSON-RPC 2.0 through github.com/sourcegraph/jsonrpc2 (a plain
 // newline-delimited object stream); over HTTP it POSTs to /rpc with the
 // bearer token. Notifications of a stream are routed, in the order they
@@ -27,7 +27,7 @@ import (
 
 // The wire types are trl's own (package protocol).
 type (
-	// Status is the SPEC §8 status: exec.run's result, exec.input's and
+	// Status is the status of docs/protocol.md, "Interactive programs": exec.run's result, exec.input's and
 	// exec.wait's.
 	Status = protocol.ExecStatus
 	// SessionInfo describes a session.
@@ -38,7 +38,7 @@ type (
 	ExitNotification = protocol.ExitNotification
 )
 
-// Error is an error the daemon answered: its code (SPEC §3), message and
+// Error is an error the daemon answered: its code (docs/protocol.md), message and
 // data (for COMMAND_FAILED, the command's result).
 type Error struct {
 	Code    string
@@ -167,7 +167,7 @@ type RunRequest struct {
 	Stdin          *string           `json:"stdin,omitempty"`
 	Env            map[string]string `json:"env,omitempty"`
 	MaxOutputBytes int64             `json:"max_output_bytes,omitempty"`
-	// YieldMS and Until (SPEC §8): nil Until means ["input"]: Run answers
+	// YieldMS and Until (docs/protocol.md, "Interactive programs"): nil Until means ["input"]: Run answers
 	// waiting_input at a prompt; an empty one waits for the exit only.
 	YieldMS int64    `json:"yield_ms,omitempty"`
 	Until   []string `json:"until,omitempty"`

@@ -18,7 +18,7 @@ import (
 	"github.com/trl-project/trl/protocol"
 )
 
-// The file methods' wire types (SPEC §15).
+// The file methods' wire types (docs/files.md).
 type (
 	FSReadParams   = protocol.FSReadParams
 	FSReadResult   = protocol.FSReadResult

@@ -6,7 +6,7 @@ import (
 	"github.com/trl-project/trl/protocol"
 )
 
-// ShellState is a session's shell state (SPEC §17): what State returns
+// ShellState is a session's shell state (docs/state.md): what State returns
 // and SessionOptions.State applies, on this daemon or another.
 type ShellState = protocol.ShellState
 

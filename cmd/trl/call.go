@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,9 +27,10 @@ import (
 func call(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("trl call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	instance := fs.String("instance", "default", "instance name: the socket is /tmp/trl-NAME.sock")
+	instance := fs.String("instance", "default", "instance name: the socket is /tmp/trl-NAME.sock (without --socket or --instance, $TRL_SOCKET comes first)")
 	socket := fs.String("socket", "", "socket path (overrides --instance)")
-	timeout := fs.Duration("timeout", 0, "give up after this long (0: wait as long as the call takes); a command exec.run or exec.stream started is then interrupted, as on Ctrl-C")
+	var timeout time.Duration
+	fs.Var((*durationOrSeconds)(&timeout), "timeout", "give up after this long, e.g. 30s or 2m (a bare number is seconds; 0: wait as long as the call takes); a command exec.run or exec.stream started is then interrupted, as on Ctrl-C")
 	httpURL := fs.String("http", "", "call a daemon's HTTP transport at this URL (e.g. http://127.0.0.1:8765) with the token in TRL_AUTH_TOKEN")
 	setUsage(fs, "trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	// Flags may also follow METHOD or PARAMS_JSON (`trl call system.ping
@@ -60,9 +63,9 @@ func call(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop)
-	if *timeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	var c *trlclient.Client
@@ -210,4 +213,24 @@ func dialHTTP(base string, stderr io.Writer) *trlclient.Client {
 		base = "http://" + base // --http 127.0.0.1:8765, as --http serve takes it
 	}
 	return trlclient.DialHTTP(strings.TrimSuffix(strings.TrimRight(base, "/"), "/rpc"), token)
+}
+
+// durationOrSeconds is a flag taking a Go duration ("30s", "2m") or a
+// bare number of seconds ("1", "0.5"): `--timeout 1` was a parse error
+// that did not say a unit was wanted.
+type durationOrSeconds time.Duration
+
+func (d *durationOrSeconds) String() string { return time.Duration(*d).String() }
+
+func (d *durationOrSeconds) Set(v string) error {
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 && !math.IsInf(secs, 0) {
+		*d = durationOrSeconds(time.Duration(secs * float64(time.Second)))
+		return nil
+	}
+	t, err := time.ParseDuration(v)
+	if err != nil || t < 0 {
+		return fmt.Errorf("want a duration such as 30s or 2m, or a number of seconds")
+	}
+	*d = durationOrSeconds(t)
+	return nil
 }

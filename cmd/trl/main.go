@@ -29,9 +29,9 @@ const usage = `trl — the terminal runtime layer
 usage:
   trl serve  [--instance NAME | --socket PATH] [--http ADDR] [--log-level LEVEL] [limits...]
   trl stdio  [limits...]
-  trl call   [--socket PATH | --instance NAME | --http URL] METHOD [PARAMS_JSON]
-  trl bench  [--socket PATH] [--json] [--quick] [--sessions N] [--stream-mb N]
-  trl console [--http URL]   print a one-time login URL for the web console
+  trl call   [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]
+  trl bench  [--socket PATH] [--json] [--quick] [--only GROUPS] [--sessions N] [--stream-mb N]
+  trl console [--http URL] [--approver]   print a one-time login URL for the web console
   trl mcp    [--socket PATH | --instance NAME]   MCP on stdio (bridges to a daemon, else in-process)
   trl version
 

@@ -26,7 +26,7 @@ func mcpCmd(args []string) int {
 	fs := flag.NewFlagSet("trl mcp", flag.ContinueOnError)
 	var l limits
 	l.register(fs)
-	instance := fs.String("instance", "default", "the daemon's instance: its socket is /tmp/trl-NAME.sock")
+	instance := fs.String("instance", "default", "the daemon's instance: its socket is /tmp/trl-NAME.sock (without --socket or --instance, $TRL_SOCKET comes first)")
 	socket := fs.String("socket", "", "the daemon's socket (overrides --instance)")
 	setUsage(fs, "trl mcp [flags]   MCP on stdio: bridges to the daemon on the socket, else runs one in-process\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	if err := fs.Parse(args); err != nil {

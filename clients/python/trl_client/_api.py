@@ -35,7 +35,7 @@ def _sessions(d: Any) -> Any:
 
 
 class Methods:
-    """trl's methods (SPEC §4, §8, §9). Data come back as Result dicts."""
+    """trl's methods (docs/protocol.md). Data come back as Result dicts."""
 
     def _call(self, method: str, p: Optional[Dict[str, Any]] = None, post: Optional[Callable[[Any], Any]] = None) -> Any:
         raise NotImplementedError
@@ -76,7 +76,7 @@ class Methods:
         return self._call("session.destroy", params(session_id=session_id, force=force or None))
 
     def state(self, session_id: str) -> Any:
-        """A session's shell state (SPEC §17): cwd, env, vars, functions, aliases,
+        """A session's shell state (docs/state.md): cwd, env, vars, functions, aliases,
         options, umask, dirs, and ``not_carried``. A plain dict, JSON-ready, to pass to
         ``session_create(state=...)`` here or on another daemon. A busy session
         raises SessionBusy."""
@@ -153,7 +153,7 @@ class Methods:
               session_id: Optional[str] = None, yield_ms: Optional[int] = None,
               until: Optional[Sequence[str]] = None, require_waiting: Optional[bool] = None,
               secret: Optional[bool] = None, render: Optional[str] = None) -> Any:
-        """Type into a running command's terminal, then wait like run (SPEC §8).
+        """Type into a running command's terminal, then wait like run (docs/protocol.md, "Interactive programs").
 
         ``input`` is a string, an item (``key("Enter")``, ``paste(...)``,
         ``eof()``) or a list of them.
@@ -177,7 +177,7 @@ class Methods:
     # ---- screen ---------------------------------------------------------
 
     def screen(self, session_id: str, *, scrollback_lines: Optional[int] = None, format: Optional[str] = None) -> Any:
-        """What a person would see on the session's terminal (SPEC §9)."""
+        """What a person would see on the session's terminal (docs/protocol.md, "The screen")."""
         return self._call("session.screen", params(session_id=session_id, scrollback_lines=scrollback_lines,
                                                    format=format))
 
@@ -190,7 +190,7 @@ class Methods:
         """Set the session's terminal size (the program gets SIGWINCH)."""
         return self._call("session.resize", {"session_id": session_id, "rows": rows, "cols": cols})
 
-    # ---- files (SPEC §15) -----------------------------------------------
+    # ---- files (docs/files.md) -----------------------------------------------
     # Paths are absolute or relative to the session's current directory;
     # without session_id the session named "default" is used.
 

@@ -1,6 +1,6 @@
 """The sans-IO core shared by Client and AsyncClient.
 
-It knows the wire format (SPEC §3, TRL dialect: one JSON object per line)
+It knows the wire format (docs/protocol.md, TRL dialect: one JSON object per line)
 and nothing of sockets: requests go out as bytes, bytes come in and are
 turned into events. It numbers requests, matches replies to them, turns
 error envelopes into typed exceptions, and routes exec.output/exec.exit

@@ -1,4 +1,4 @@
-"""Upload and download of local files (SPEC §15), for Client and AsyncClient.
+"""Upload and download of local files (docs/files.md), for Client and AsyncClient.
 
 Over HTTP a file is one streamed ``PUT /files`` or ``GET /files`` (http.client
 reads and writes it in blocks; the asyncio client runs the same code in a

@@ -1,4 +1,4 @@
-"""Typed errors: one exception class per trl error code (SPEC §3).
+"""Typed errors: one exception class per trl error code (docs/protocol.md).
 
 Every error the daemon answers becomes an instance of the class named for
 its code, so callers write ``except SessionNotFound:`` instead of comparing
