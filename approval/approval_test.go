@@ -114,7 +114,7 @@ func TestRealClockTimeout(t *testing.T) {
 func TestRetryNeverAsksTwice(t *testing.T) {
 	r, c := newRegistry(t, Options{Remember: time.Minute})
 	p := ask(t, r, "tc_1")
-	q, created, err := r.Ask(context.Background(), Request{Key: "tc_1", Command: "git push"})
+	q, created, err := r.Ask(context.Background(), Request{Key: "tc_1", Command: "git push", Session: "dev-1"})
 	require.NoError(t, err)
 	assert.False(t, created)
 	assert.Same(t, p, q)
@@ -122,7 +122,7 @@ func TestRetryNeverAsksTwice(t *testing.T) {
 
 	require.NoError(t, r.Decide(p.ID(), Deny, "no", "alice"))
 	c.Advance(time.Minute - time.Nanosecond)
-	q, created, err = r.Ask(context.Background(), Request{Key: "tc_1"})
+	q, created, err = r.Ask(context.Background(), Request{Key: "tc_1", Command: "git push", Session: "dev-1"})
 	require.NoError(t, err)
 	assert.False(t, created, "a retry just after the decision gets the decision")
 	o, ok := q.Outcome()
@@ -138,6 +138,26 @@ func TestRetryNeverAsksTwice(t *testing.T) {
 	assert.ErrorIs(t, r.Decide(p.ID(), Approve, "", "alice"), ErrNotFound)
 	q = ask(t, r, "tc_1")
 	assert.NotEqual(t, p.ID(), q.ID(), "a call after the memory asks anew")
+}
+
+// TestKeyReusedForAnotherCommand: a call under a known key whose command
+// or session differs is asked anew; a person approved the first command,
+// not this one (the gateway ran a second command on the first's approval).
+func TestKeyReusedForAnotherCommand(t *testing.T) {
+	r, _ := newRegistry(t, Options{Remember: time.Minute})
+	p := ask(t, r, "tc_1")
+	require.NoError(t, r.Decide(p.ID(), Approve, "ok", "alice"))
+	for _, req := range []Request{
+		{Key: "tc_1", Command: "rm -rf precious", Session: "dev-1"},
+		{Key: "tc_1", Command: "git push", Session: "dev-2"},
+	} {
+		q, created, err := r.Ask(context.Background(), req)
+		require.NoError(t, err)
+		assert.True(t, created, "%+v is asked anew", req)
+		assert.NotEqual(t, p.ID(), q.ID())
+		_, decided := q.Outcome()
+		assert.False(t, decided, "%+v does not inherit the approval", req)
+	}
 }
 
 // TestDistinctKeysNotMerged: concurrent calls of one agent have their own

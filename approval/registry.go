@@ -92,7 +92,12 @@ func (r *Registry) Ask(ctx context.Context, req Request) (p *Pending, created bo
 		return nil, false, ErrClosed
 	}
 	if req.Key != "" {
-		if p := r.byKey[req.Key]; p != nil {
+		// A retry of the same call gets its approval; the key alone does
+		// not: a person who approved one command never approved another
+		// sent later under the same tool call id (through the gateway,
+		// once the idempotency memo had forgotten the first call, a
+		// second command ran on the first one's approval).
+		if p := r.byKey[req.Key]; p != nil && p.req.Command == req.Command && p.req.Session == req.Session {
 			return p, false, nil
 		}
 	}

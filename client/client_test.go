@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/trl-project/trl/client"
-	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/policy"
+	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/runtime"
 	"github.com/trl-project/trl/transport"
 )
