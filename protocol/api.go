@@ -84,10 +84,10 @@ type Caller struct {
 	// toolCallId), makes a retried call share the first call's approval:
 	// a person is never asked twice for one call.
 	ApprovalKey string
-	// InputEnded, set by a transport whose client sends its requests on
-	// one stream (stdio, a socket connection), closes when that stream
-	// has ended (end of stdin, a socket shut down for writing): nothing
-	// more can be typed into a command that waits for input.
+	// InputEnded, set by stdio, closes when its input has ended: nothing
+	// more can be typed into a command that waits for input. (A socket
+	// connection's end of input is not it: another connection can still
+	// type into a command by exec_id.)
 	InputEnded <-chan struct{}
 }
 

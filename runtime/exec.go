@@ -254,8 +254,8 @@ func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *
 	var seq int64
 	w := waitWatch{rt: rt, j: j}
 	defer w.stop()
-	// Once the client's input has ended (end of stdin for trl stdio, a
-	// socket shut down for writing), a wait told can never be answered:
+	// Once the client's input has ended (end of stdin for trl stdio), a
+	// wait told can never be answered:
 	// the stream followed the command for ever, and a request read after
 	// it was never answered. The command is interrupted instead, as
 	// exec.cancel would.
@@ -273,6 +273,7 @@ func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *
 		}()
 	}
 	waitTold := false // since the command last ran on after a wait
+	var toldInputAt time.Time // the command's last input when the wait was told
 	for {
 		// A read whose watch saw a wait still answers the output that
 		// was ready: the wait is told after it, once the read ends.
@@ -290,12 +291,16 @@ func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *
 				if err := emit(protocol.NotifyExecWaiting, protocol.WaitingNotification{StreamID: st.ID, Input: *in}); err != nil {
 					return err
 				}
-				waitTold = true
+				waitTold, toldInputAt = true, j.Marks().InputAt
 				continue
 			}
 			if waitTold && ended != nil && ended.Err() != nil && ctx.Err() == nil {
 				waitTold = false
-				if in, _ := rt.inputWait(j); in != nil {
+				// Input typed since the wait was told answered it, even
+				// if the program has not read it yet (the terminal still
+				// shows the wait): a client that types and then closes
+				// its input is not interrupted.
+				if in, _ := rt.inputWait(j); in != nil && j.Marks().InputAt.Equal(toldInputAt) {
 					rt.log.Info().Str("exec_id", j.ID()).Msg("the client's input ended while its command waited for input; interrupted")
 					_, _ = j.Cancel(unix.SIGINT)
 				}

@@ -109,6 +109,8 @@ type conn struct {
 	// urgent, in a sequential connection, holds the requests handled as
 	// they are read (atOnce), for their one worker; closed with backlog.
 	urgent chan *protocol.Request
+	// urgentDone closes when urgent's worker has ended.
+	urgentDone chan struct{}
 	// idle hands a request to a worker waiting for one (start).
 	idle    chan *protocol.Request
 	drained chan struct{}
@@ -158,7 +160,9 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		// The requests handled as read (atOnce) run in their own order,
 		// one at a time, beside the backlog's.
 		c.urgent = make(chan *protocol.Request, opts.Backlog)
+		c.urgentDone = make(chan struct{})
 		c.wg.Go(func() {
+			defer close(c.urgentDone)
 			for req := range c.urgent {
 				if c.ctx.Err() == nil {
 					c.run(req)
@@ -189,6 +193,12 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 			break
 		}
 		c.dispatch(msg)
+	}
+	if opts.Sequential {
+		// The input typed by requests read before the end is typed
+		// first: then the end of input says that nothing more comes.
+		c.endBacklog()
+		<-c.urgentDone
 	}
 	close(c.inputEnded)
 
@@ -417,7 +427,13 @@ func (c *conn) work(req *protocol.Request) {
 // run answers req through the request pipeline (answer), the conn
 // being its replier.
 func (c *conn) run(req *protocol.Request) {
-	answer(c.ctx, c.h, caller{transport: c.opts.Transport, actor: c.opts.Actor, log: c.opts.Logger, inputEnded: c.inputEnded}, req, c)
+	who := caller{transport: c.opts.Transport, actor: c.opts.Actor, log: c.opts.Logger}
+	if c.opts.Sequential {
+		// Only stdio's end of input is the end of all input: on a socket,
+		// another connection can still answer a command by exec_id.
+		who.inputEnded = c.inputEnded
+	}
+	answer(c.ctx, c.h, who, req, c)
 }
 
 // reply implements replier: the response is one line like any other.

@@ -180,3 +180,47 @@ func TestStdioInputEndsWhileACommandWaits(t *testing.T) {
 	assert.Contains(t, all, `{"id":2,"ok":true`, "the ping read before the end is answered: %q", out)
 	require.NoError(t, cmd.Wait(), "trl stdio exits by itself")
 }
+
+// TestStdioInputTypedThenEnded: input typed just before stdin ends is the
+// answer, though the program may not have read it when the end comes: the
+// command is not interrupted (it was, about half the time).
+func TestStdioInputTypedThenEnded(t *testing.T) {
+	for i := range 4 {
+		cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
+		cmd.Dir = t.TempDir()
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		outR, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+		_, err = io.WriteString(in, `{"id":1,"method":"exec.stream","params":{"command":"printf 'Name? '; read n; sleep 0.3; echo hi $n"}}`+"\n")
+		require.NoError(t, err)
+		lines := bufio.NewScanner(outR)
+		var out []string
+		for lines.Scan() {
+			out = append(out, lines.Text())
+			var m struct {
+				Method string
+				Params struct {
+					StreamID string `json:"stream_id"`
+				}
+			}
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
+			if m.Method == "exec.waiting" {
+				_, err = io.WriteString(in, `{"id":2,"method":"exec.input","params":{"exec_id":"`+m.Params.StreamID+`","input":"bob\n"}}`+"\n")
+				require.NoError(t, err)
+				require.NoError(t, in.Close())
+				break
+			}
+		}
+		for lines.Scan() {
+			out = append(out, lines.Text())
+		}
+		all := strings.Join(out, "\n")
+		assert.Contains(t, all, "hi bob", "run %d: %q", i, out)
+		assert.NotContains(t, all, `"canceled":true`, "run %d: %q", i, out)
+		require.NoError(t, cmd.Wait())
+		deadline.Stop()
+	}
+}
