@@ -419,19 +419,10 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 				return "hash -p makes a name run another program"
 			}
 		}
-	case "su":
-		return s.su(x, args)
-	case "script":
-		// script -c 'cmd' runs cmd with sh -c; without -c it starts an
-		// interactive shell, whose lines are checked as they are typed.
-		return s.commandOption(x, args, "EIOBTm", "script -c")
+	case "su", "runuser", "script":
+		return s.commandRunner(x, prog, args, end)
 	case "flock":
-		// flock [options] file -c 'cmd' runs cmd with sh -c; flock
-		// [options] file program args runs the program.
-		if why, found := s.commandOptionFound(x, args, "wE", "flock -c"); found {
-			return why
-		}
-		return s.wrapper(x, wrapper{valueShort: "wE", valueLong: []string{"--wait", "--timeout", "--conflict-exit-code"}, operands: 1}, args, end)
+		return s.flock(x, args, end)
 	}
 	if isShell(prog) {
 		return s.shell(x, args)
@@ -440,67 +431,6 @@ func (s *scanner) lookThrough(x *call, prog string, words []*syntax.Word, end ui
 		return s.wrapper(x, w, args, end)
 	}
 	return ""
-}
-
-// commandOption looks at the script a program runs with sh -c from its
-// -c or --command option (script, flock), wherever the option is among
-// its words; valueShort are its other short options that take a value.
-func (s *scanner) commandOption(x *call, args []*syntax.Word, valueShort, what string) string {
-	why, _ := s.commandOptionFound(x, args, valueShort, what)
-	return why
-}
-
-// commandOptionFound is commandOption, also saying whether a -c was found.
-func (s *scanner) commandOptionFound(x *call, args []*syntax.Word, valueShort, what string) (string, bool) {
-	for i := 0; i < len(args); i++ {
-		v, ok := literal(args[i])
-		if !ok || len(v) < 2 || v[0] != '-' || v == "--" {
-			continue
-		}
-		var script *syntax.Word
-		src, known := "", false
-		switch {
-		case v == "--command":
-			if i+1 < len(args) {
-				script = args[i+1]
-			}
-		case strings.HasPrefix(v, "--command="):
-			src, known = strings.TrimPrefix(v, "--command="), true
-		case v[1] == '-':
-			continue
-		default:
-			for j := 1; j < len(v); j++ {
-				if v[j] == 'c' {
-					if j+1 < len(v) {
-						src, known = v[j+1:], true
-					} else if i+1 < len(args) {
-						script = args[i+1]
-					}
-					break
-				}
-				if strings.IndexByte(valueShort, v[j]) >= 0 {
-					if j == len(v)-1 {
-						i++ // its value is the next word
-					}
-					break
-				}
-			}
-			if script == nil && !known {
-				continue
-			}
-		}
-		if script != nil {
-			if src, known = literal(script); !known {
-				return "the command given to " + what + " is known only when the line runs", true
-			}
-		}
-		if !known {
-			return "", true // -c last, with no command after it
-		}
-		s.script(src, x.depth+1)
-		return "", true
-	}
-	return "", false
 }
 
 // findExec looks at the commands of find's -exec, -execdir, -ok, -okdir.
@@ -522,38 +452,6 @@ func (s *scanner) findExec(x *call, args []*syntax.Word) {
 		}
 		i = j
 	}
-}
-
-// su runs the argument of -c with the target user's shell.
-func (s *scanner) su(x *call, args []*syntax.Word) string {
-	for i, w := range args {
-		v, ok := literal(w)
-		if !ok {
-			continue
-		}
-		var script *syntax.Word
-		switch {
-		case v == "-c" || v == "--command":
-			if i+1 < len(args) {
-				script = args[i+1]
-			}
-		case strings.HasPrefix(v, "--command="):
-			s.script(strings.TrimPrefix(v, "--command="), x.depth+1)
-			return ""
-		default:
-			continue
-		}
-		if script == nil {
-			return ""
-		}
-		src, ok := literal(script)
-		if !ok {
-			return "the command given to su -c is known only when the line runs"
-		}
-		s.script(src, x.depth+1)
-		return ""
-	}
-	return ""
 }
 
 // wordSource is a word as written, for messages.

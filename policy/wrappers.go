@@ -24,6 +24,9 @@ type wrapper struct {
 	numeric bool
 	// assignments: NAME=value words come before the program (env).
 	assignments bool
+	// optionalShort are the short options whose value, optional, is the
+	// rest of their word (nsenter -m/proc/1/ns/mnt).
+	optionalShort string
 	// split is the short option whose value is itself a command line
 	// (env -S 'prog args', runuser -c 'cmd'); 0 for none. It is one of
 	// valueShort. splitLong is its long name.
@@ -60,14 +63,12 @@ var wrappers = map[string]wrapper{
 	"chrt":    {noRun: "pm", valueShort: "TPD", valueLong: []string{"--sched-runtime", "--sched-period", "--sched-deadline"}, operands: 1},
 	"taskset": {noRun: "p", operands: 1},
 	"prlimit": {valueShort: "po", valueLong: []string{"--pid", "--output"}},
-	"unshare": {valueShort: "SGRw", valueLong: []string{"--setuid", "--setgid", "--root", "--wd", "--propagation", "--setgroups",
+	"unshare": {valueShort: "SGRw", optionalShort: "muinpUCT", valueLong: []string{"--setuid", "--setgid", "--root", "--wd", "--propagation", "--setgroups",
 		"--map-user", "--map-group", "--map-users", "--map-groups", "--monotonic", "--boottime"}},
-	"nsenter": {valueShort: "tSG", valueLong: []string{"--target", "--setuid", "--setgid"}},
+	"nsenter": {valueShort: "tSG", optionalShort: "muinpUCTrw", valueLong: []string{"--target", "--setuid", "--setgid"}},
 	"setpriv": {noRun: "d", valueLong: []string{"--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid", "--groups", "--inh-caps",
 		"--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label", "--apparmor-profile",
 		"--landlock-access", "--landlock-rule", "--seccomp-filter"}},
-	"runuser": {valueShort: "ugGswc", valueLong: []string{"--user", "--group", "--supp-group", "--shell", "--whitelist-environment", "--command"},
-		split: 'c', splitLong: "--command"},
 	// zsh's precommand modifiers and its repeat loop.
 	"noglob":    {},
 	"nocorrect": {},
@@ -123,6 +124,9 @@ func (s *scanner) wrapper(x *call, w wrapper, args []*syntax.Word, end uint) str
 			c := a[j]
 			if strings.IndexByte(w.noRun, c) >= 0 {
 				return ""
+			}
+			if strings.IndexByte(w.optionalShort, c) >= 0 {
+				break // the rest of the word is its value
 			}
 			if strings.IndexByte(w.valueShort, c) < 0 {
 				continue
