@@ -28,12 +28,15 @@ import (
 // admit checks line against the policy for a command in s. It returns no
 // gate when the command may run, COMMAND_DENIED when it may not, and a
 // gate when a person must decide.
-func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string) (*approvalGate, error) {
+//
+// env is the command's env (exec.run's): checked with the line (withEnv),
+// but its values are not logged; they may be secrets.
+func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string, env map[string]string) (*approvalGate, error) {
 	if rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
 		return nil, nil
 	}
 	caller := protocol.CallerFrom(ctx)
-	d := rt.opts.Policy.Evaluate(policy.Input{Line: line, Cwd: s.Info().WorkingDir, Session: sessionName(s), Actor: caller.Actor, Aliases: s.Aliases()})
+	d := rt.opts.Policy.Evaluate(policy.Input{Line: withEnv(line, env), Cwd: s.Info().WorkingDir, Session: sessionName(s), Actor: caller.Actor, Aliases: s.Aliases()})
 	if d.Action != policy.Deny {
 		// The aliases the line defines are the shell's once it runs
 		// (allowed, or approved: an ask is remembered too, which is only
@@ -79,21 +82,29 @@ func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string) (
 // alias's value). Only a state the policy allows may be applied: one it
 // would ask a person about is refused too, since nothing waits for an
 // approval while a session is made.
-func (rt *Runtime) admitState(ctx context.Context, name string, st *protocol.ShellState) error {
-	if st == nil || rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
+//
+// The session's env (session.create's env) is checked the same way, as
+// export lines: {"env": {"BASH_ENV": f}} ran f's commands in every later
+// bash the session started.
+func (rt *Runtime) admitState(ctx context.Context, name string, env map[string]string, st *protocol.ShellState) error {
+	if (st == nil && len(env) == 0) || rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
 		return nil
 	}
 	caller := protocol.CallerFrom(ctx)
-	d := rt.opts.Policy.Evaluate(policy.Input{Line: stateScript(st), Cwd: st.Cwd, Session: name, Actor: caller.Actor})
+	script, cwd := withEnv("", env), ""
+	if st != nil {
+		script, cwd = withEnv(stateScript(st), env), st.Cwd
+	}
+	d := rt.opts.Policy.Evaluate(policy.Input{Line: script, Cwd: cwd, Session: name, Actor: caller.Actor})
 	if d.Action == policy.Allow {
 		return nil
 	}
 	metrics.Get().PolicyDecision(d.Action.String(), "denied")
 	// The state's text is not logged: its variables may hold secrets.
-	rt.auditDecision(nil, caller.Actor, "(the state given to session.create "+name+")", d, "denied", nil)
-	msg := "the command policy denies this session's state (" + d.RuleName + "): " + d.Reason + "; no session was made"
+	rt.auditDecision(nil, caller.Actor, "(the env or state given to session.create "+name+")", d, "denied", nil)
+	msg := "the command policy denies this session's env or state (" + d.RuleName + "): " + d.Reason + "; no session was made"
 	if d.Action == policy.Ask {
-		msg = "the command policy asks a person about this session's state (" + d.RuleName + "): " + d.Reason +
+		msg = "the command policy asks a person about this session's env or state (" + d.RuleName + "): " + d.Reason +
 			"; session.create cannot wait for an approval, so no session was made: create it without that part of the state and define it with exec.run"
 	}
 	return &protocol.Error{Code: protocol.CodeCommandDenied, Message: msg,
@@ -126,7 +137,7 @@ func stateScript(st *protocol.ShellState) string {
 		case v.Assoc != nil:
 			b.WriteString("declare -A " + v.Name + "=(")
 			for _, k := range slices.Sorted(maps.Keys(v.Assoc)) {
-				b.WriteString("[" + q(k) + "]=" + q(v.Assoc[k]) + " ")
+				b.WriteString("['" + strings.ReplaceAll(k, "'", `'\''`) + "']=" + q(v.Assoc[k]) + " ")
 			}
 			b.WriteString(")\n")
 		default:

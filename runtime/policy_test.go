@@ -771,7 +771,9 @@ func TestPolicySeesEnvAndState(t *testing.T) {
 	}
 	p, err := policy.Parse([]byte("default: allow\nunknown: deny\nrules:\n  - match: {program: [rm]}\n    action: deny\n    reason: no deleting\n"), "p.yaml")
 	require.NoError(t, err)
-	rt := newRuntime(t, Options{Policy: policy.NewEvaluator(p), Approvals: approval.New(approval.Options{})})
+	var logged syncBuffer
+	audit := zerolog.New(&logged)
+	rt := newRuntime(t, Options{Policy: policy.NewEvaluator(p), Approvals: approval.New(approval.Options{}), Audit: &audit})
 	ctx := agentCtx()
 	dir := t.TempDir()
 	victim := filepath.Join(dir, "victim")
@@ -786,6 +788,15 @@ func TestPolicySeesEnvAndState(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code)
 	assert.FileExists(t, victim, "nothing ran")
+	// The session's own env is checked too, and no value is logged.
+	_, err = rt.SessionCreate(ctx, protocol.SessionCreateParams{Shell: "/bin/bash", Env: map[string]string{"BASH_ENV": envFile}})
+	require.Error(t, err)
+	assert.Equal(t, protocol.CodeCommandDenied, protocol.AsError(err).Code)
+	rm := "rm -f " + victim
+	_, err = rt.ExecRun(ctx, protocol.ExecParams{SessionID: s.SessionID, Command: &rm, Env: map[string]string{"GH_TOKEN": "ghp_SECRETSECRET"}})
+	require.Error(t, err)
+	assert.Contains(t, logged.String(), "rm -f", "the denial is audited")
+	assert.NotContains(t, logged.String(), "ghp_SECRETSECRET", "env values are not logged")
 	echo := `echo "$GREETING"`
 	st, err := rt.ExecRun(ctx, protocol.ExecParams{SessionID: s.SessionID, Command: &echo, Env: map[string]string{"GREETING": "it's fine"}})
 	require.NoError(t, err, "an ordinary variable is allowed")
@@ -807,7 +818,6 @@ func TestPolicySeesEnvAndState(t *testing.T) {
 	for _, bad := range []*protocol.ShellState{
 		state("ls () \n{ \n    rm -v \"$@\"\n}", "", ""),
 		state("", "rm -rf", ""),
-		state("", "", "rm -f "+victim),
 	} {
 		_, err := rt.SessionCreate(ctx, protocol.SessionCreateParams{Shell: "/bin/bash", State: bad})
 		require.Error(t, err)

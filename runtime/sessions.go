@@ -23,7 +23,7 @@ func (rt *Runtime) sessionCreate(ctx context.Context, p protocol.SessionCreatePa
 	if err != nil {
 		return protocol.SessionInfo{}, err
 	}
-	if err := rt.admitState(ctx, p.Name, p.State); err != nil {
+	if err := rt.admitState(ctx, p.Name, p.Env, p.State); err != nil {
 		return protocol.SessionInfo{}, err
 	}
 	s, err := rt.sessions.Create(cfg)
