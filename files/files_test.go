@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/trl-project/trl/internal/leakcheck"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
@@ -495,4 +496,42 @@ func TestListBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, l.Entries, 5)
 	assert.True(t, l.Complete)
+}
+
+// TestWriteRefusesSpecialFiles: fs.write does not replace a device, FIFO
+// or socket with a file, and if_sha256 never hashes one (it hashed
+// /dev/zero for ever, holding a CPU past the daemon's stop).
+func TestWriteRefusesSpecialFiles(t *testing.T) {
+	fs := newFS(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, unix.Mkfifo(fifo, 0o644))
+	zero := "/dev/zero"
+	if os.Geteuid() == 0 {
+		zero = filepath.Join(dir, "zero")
+		require.NoError(t, unix.Mknod(zero, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 5))))
+	}
+	for _, p := range []string{fifo, zero} {
+		for _, o := range []WriteOptions{{}, {IfSHA256: strings.Repeat("0", 64)}} {
+			done := make(chan error, 1)
+			go func() {
+				_, err := fs.Write(Scope{}, p, strings.NewReader("x"), o)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				assert.Error(t, err, "%s %+v", p, o)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("fs.write %s %+v did not end", p, o)
+			}
+		}
+		st, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.False(t, st.Mode().IsRegular(), "%s is still what it was", p)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.False(t, strings.Contains(e.Name(), ".tmp"), "no temp file left: %s", e.Name())
+	}
 }

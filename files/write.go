@@ -88,6 +88,11 @@ func replace(dirfd int, base, abs string, o WriteOptions, w *Written, fill func(
 	if existed && old.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return errorf(ErrIsDir, abs, "%s is a directory", abs)
 	}
+	if t := old.Mode & unix.S_IFMT; existed && t != unix.S_IFREG && t != unix.S_IFLNK {
+		// A device, FIFO or socket would be replaced by a file (fs.write
+		// to /dev/null as root), and if_sha256 hashed /dev/zero for ever.
+		return errorf(ErrInvalid, abs, "%s is a %s, not a regular file; fs.write writes regular files", abs, special(t))
+	}
 	mode := uint32(0o644)
 	if o.Mode != nil {
 		mode = uint32(o.Mode.Perm())
@@ -205,6 +210,10 @@ func lockCurrent(dirfd int, base, abs, want string) (func(), error) {
 			f.Close() // replaced while we waited: lock the new one
 			continue
 		}
+		if held.Mode&unix.S_IFMT != unix.S_IFREG {
+			f.Close()
+			return nil, errorf(ErrInvalid, abs, "%s is not a regular file; if_sha256 is checked on regular files", abs)
+		}
 		if want != "" && held.Size > MaxHashSize {
 			f.Close()
 			return nil, errorf(ErrLimit, abs, "%s is %d bytes; if_sha256 is checked on files up to %d bytes (hashing it would hold the request for long)", abs, held.Size, int64(MaxHashSize))
@@ -253,6 +262,9 @@ func appendTo(l loc, r io.Reader, o WriteOptions, w *Written) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return errorf(ErrInvalid, l.abs, "%s is not a regular file", l.abs)
 	}
+	if o.IfSHA256 != "" && st.Size > MaxHashSize {
+		return errorf(ErrLimit, l.abs, "%s is %d bytes; if_sha256 is checked on files up to %d bytes", l.abs, st.Size, int64(MaxHashSize))
+	}
 	if o.IfSHA256 != "" {
 		// An append keeps the file: lock it, and hash what it holds.
 		if err := flock(fd); err != nil {
@@ -298,4 +310,20 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// special names a file type that is neither a file, a directory nor a
+// symlink (an S_IFMT value).
+func special(t uint32) string {
+	switch t {
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	}
+	return "special file"
 }
