@@ -46,3 +46,28 @@ func TestMCPServerBuiltOnFirstRequest(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, built.Load(), "one server for every MCP session")
 }
+
+// TestMCPSessionsEnd: an MCP session that goes without requests for
+// mcpSessionIdle is closed (every initialize was kept for ever), and its
+// client is told so.
+func TestMCPSessionsEnd(t *testing.T) {
+	orig := mcpSessionIdle
+	mcpSessionIdle = 200 * time.Millisecond
+	t.Cleanup(func() { mcpSessionIdle = orig })
+	rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rt.Shutdown(ctx)
+	})
+	srv := httptest.NewServer(mcpHandler(rt))
+	defer srv.Close()
+	cs, err := mcpClient().Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	_, err = cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	time.Sleep(time.Second)
+	_, err = cs.ListTools(context.Background(), nil)
+	assert.Error(t, err, "the idle session was closed")
+}
