@@ -119,7 +119,16 @@ func (rt *Runtime) fsRead(_ context.Context, p protocol.FSReadParams) (res proto
 			if int64(len(back.Data)) > length {
 				back.Data, back.Complete = back.Data[:length], false
 			}
-			c = back
+			// Only text starts earlier: binary bytes that happen to
+			// follow a lead byte are answered from the offset asked, so
+			// chunks of a binary file never overlap.
+			text := back.Data
+			if !back.Complete {
+				text = text[:textEnd(text)]
+			}
+			if utf8.Valid(text) {
+				c = back
+			}
 		}
 	}
 	data := c.Data

@@ -99,6 +99,12 @@ func TestFilesEndToEnd(t *testing.T) {
 	r = data(t, c.call("fs.read", map[string]any{"path": "bin", "offset": 129, "length": 4}))
 	assert.Equal(t, "base64", r["encoding"], "bytes that are no character stay base64")
 	assert.EqualValues(t, 129, r["offset"])
+	// A binary file read in chunks never overlaps: byte 0xC3 followed by
+	// 0xA9 looks like é, but what follows is no text.
+	mixed := []byte{0xff, 0xc3, 0xa9, 0x00, 0xfe, 0x80, 0x81}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "work/mixed"), mixed, 0o644))
+	r = data(t, c.call("fs.read", map[string]any{"path": "mixed", "offset": 2, "length": 5}))
+	assert.EqualValues(t, 2, r["offset"], "answered from the offset asked")
 	r = data(t, c.call("fs.read", map[string]any{"path": "notes/a.txt", "line_offset": 2, "line_limit": 1}))
 	assert.Equal(t, "line two\n", r["data"])
 	assert.EqualValues(t, 2, r["line_offset"])
