@@ -487,7 +487,20 @@ func TestListBounded(t *testing.T) {
 	assert.Len(t, l.Entries, 1)
 	assert.Equal(t, 10, l.Total, "the scan stopped at its bound")
 	assert.False(t, l.Complete)
+	// Hidden names count against the reading; the cut is still told.
+	hid := t.TempDir()
+	for i := range 20 {
+		require.NoError(t, os.WriteFile(filepath.Join(hid, fmt.Sprintf(".h%02d", i)), nil, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(hid, fmt.Sprintf("v%02d", i)), nil, 0o644))
+	}
+	l, err = fs.List(Scope{}, hid, ListOptions{NoHidden: true})
+	require.NoError(t, err)
+	assert.False(t, l.Complete, "names were left unread: %d entries", len(l.Entries))
 	maxListScan = 100000
+	l, err = fs.List(Scope{}, hid, ListOptions{NoHidden: true})
+	require.NoError(t, err)
+	assert.True(t, l.Complete)
+	assert.Len(t, l.Entries, 20)
 	l, err = fs.List(Scope{}, dir, ListOptions{Offset: math.MaxInt, Limit: math.MaxInt})
 	require.NoError(t, err)
 	assert.Empty(t, l.Entries)

@@ -135,7 +135,9 @@ func walk(fd int, dir string, o ListOptions, depth int, all *[]Entry) bool {
 			}
 		}
 	}
-	return false
+	// Names past the budget were not read: the listing is cut even when
+	// the names read were not all taken (hidden ones left out).
+	return len(names) >= budget
 }
 
 // statAt describes dir/name without following a final symlink.
