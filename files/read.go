@@ -71,8 +71,9 @@ func (fs *FS) Read(sc Scope, p string, o ReadOptions) (Chunk, error) {
 		c = Chunk{Path: l.abs, Size: st.Size(), Mode: st.Mode(), MTime: st.ModTime()}
 		if o.LineOffset > 0 || o.LineLimit > 0 {
 			err = readLines(f, &c, o)
-		} else if err = readRange(f, &c, o); err == nil && !c.Complete && SizeUntold(f) {
-			c.Size, err = sizeByReading(f, c.Offset+int64(len(c.Data)))
+		} else if err = readRange(f, &c, o); err == nil && !c.Complete && l.abs != "/proc/kmsg" && SizeUntold(f) {
+			// (/proc/kmsg's reads take its messages away.)
+			c.Size = sizeByReading(f, c.Offset+int64(len(c.Data)))
 		}
 		if err != nil {
 			return pathError(err, l.abs)
@@ -124,12 +125,11 @@ const sizeCountMost = MaxReadLength
 // stopped, and counting: a read of /proc/self/status with a length said
 // size 0. A file longer than sizeCountMost past off is answered as
 // off+sizeCountMost, the least it holds.
-func sizeByReading(f *os.File, off int64) (int64, error) {
-	n, err := io.Copy(io.Discard, io.NewSectionReader(f, off, sizeCountMost))
-	if err != nil && !errors.Is(err, unix.EAGAIN) {
-		return 0, err
-	}
-	return off + n, nil
+// A failure past the chunk does not fail the read: the size is then what
+// was counted.
+func sizeByReading(f *os.File, off int64) int64 {
+	n, _ := io.Copy(io.Discard, io.NewSectionReader(f, off, sizeCountMost))
+	return off + n
 }
 
 // SizeUntold reports whether f is on a file system whose files do not

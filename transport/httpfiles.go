@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	trlfiles "github.com/trl-project/trl/files"
@@ -43,6 +44,9 @@ func (s *HTTPServer) serveFiles(w *stallWriter, r *http.Request) {
 		switch k {
 		case "session", "path", "mode", "create_dirs":
 		default:
+			if strings.HasPrefix(k, "_") {
+				continue // a cache-buster (?_=1700000000)
+			}
 			writeEnvelope(w, http.StatusBadRequest, protocol.CodeInvalidParams, fmt.Sprintf(
 				"unknown query parameter %q; /files takes session and path (and, to PUT, mode and create_dirs), e.g. /files?session=ID&path=/tmp/f", clipString(k, 64)))
 			return

@@ -223,7 +223,7 @@ type durationOrSeconds time.Duration
 func (d *durationOrSeconds) String() string { return time.Duration(*d).String() }
 
 func (d *durationOrSeconds) Set(v string) error {
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 && !math.IsInf(secs, 0) {
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 && secs < math.MaxInt64/float64(time.Second) {
 		*d = durationOrSeconds(time.Duration(secs * float64(time.Second)))
 		return nil
 	}

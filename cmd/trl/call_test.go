@@ -16,7 +16,7 @@ func TestTimeoutTakesSeconds(t *testing.T) {
 		require.NoError(t, d.Set(in), in)
 		assert.Equal(t, want, time.Duration(d), in)
 	}
-	for _, bad := range []string{"x", "-1", "-2s", "Inf"} {
+	for _, bad := range []string{"x", "-1", "-2s", "Inf", "1e10"} {
 		var d durationOrSeconds
 		err := d.Set(bad)
 		require.Error(t, err, bad)

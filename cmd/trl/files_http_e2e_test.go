@@ -107,6 +107,8 @@ func TestHTTPFilesEndToEnd(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	body, _ := io.ReadAll(resp.Body)
 	assert.Contains(t, string(body), `unknown query parameter \"pth\"`)
+	resp = d.do(t, http.MethodGet, d.filesURL(p)+"&_=1700000000", nil, bearer())
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a cache-buster is let by")
 }
 
 // TestHTTPFilesOfProcAndSys: GET /files of a /proc file (which refuses

@@ -83,8 +83,9 @@ func startDaemon(exe string, withHTTP bool, extra []string) (*daemon, error) {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			msg := d.logTail() // before stop removes the log
 			d.stop()
-			return nil, fmt.Errorf("trl serve did not listen within 15 s: %s", d.logTail())
+			return nil, fmt.Errorf("trl serve did not listen within 15 s: %s", msg)
 		}
 	}
 }
