@@ -137,6 +137,12 @@ func newUIDPool(iso Isolation) (*uidPool, error) {
 	if p.first == 0 || p.last < p.first {
 		return nil, errorf(ErrInvalid, "uid range %d-%d is empty or includes root", p.first, p.last)
 	}
+	if me := uint32(os.Geteuid()); me >= p.first && me <= p.last {
+		// A session with the daemon's own uid could reach what the
+		// daemon can (its /proc, its files), and fs.* tells a session's
+		// operations from the daemon's by the uid.
+		return nil, errorf(ErrInvalid, "uid range %d-%d includes the daemon's own uid %d; choose a range without it", p.first, p.last, me)
+	}
 	if p.home == "" {
 		p.home = filepath.Join(os.TempDir(), "trl-homes")
 	}

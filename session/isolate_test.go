@@ -192,3 +192,17 @@ func TestUIDNotReusedWhileItsProcessesLive(t *testing.T) {
 	assert.Equal(t, first+1, l2.uid)
 	l2.release()
 }
+
+// TestUIDRangeWithoutTheDaemon: a uid range holding the daemon's own uid
+// is refused: a session with it could reach what the daemon can.
+func TestUIDRangeWithoutTheDaemon(t *testing.T) {
+	me := uint32(os.Geteuid())
+	if me == 0 {
+		_, err := newUIDPool(Isolation{FirstUID: 0, LastUID: 10, HomeRoot: t.TempDir()})
+		require.Error(t, err, "root is never in a range")
+		return
+	}
+	_, err := newUIDPool(Isolation{FirstUID: me - min(me, 1) + 1, LastUID: me + 1, HomeRoot: t.TempDir()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "daemon's own uid")
+}
