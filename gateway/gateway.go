@@ -26,6 +26,9 @@ const (
 	DefaultMaxResultBytes = 64 << 20
 	DefaultMaxOutputBytes = 512 << 10
 	DefaultMaxBodyBytes   = 16 << 20
+	// DefaultMaxPendingBytes bounds the request bodies of the calls in
+	// progress together.
+	DefaultMaxPendingBytes = 256 << 20
 	// updateInterval merges one stream's chunks that come closer together
 	// than this into one update; output spread over less time than this
 	// is answered without updates.
@@ -54,6 +57,12 @@ type Options struct {
 	MaxOutputBytes int
 	// MaxBodyBytes caps a request body (413 beyond).
 	MaxBodyBytes int64
+	// MaxPendingBytes caps the bodies of the calls in progress together:
+	// a call goes on when its client hangs up, holding its body (up to
+	// MaxBodyBytes of stdin) while it waits for its session, so clients
+	// that post and leave grew the daemon without bound (40 calls of 15
+	// MiB: 2 GB). Past it a call is answered 503 LIMIT_EXCEEDED.
+	MaxPendingBytes int64
 	// Shell runs the sessions; "" means bash when it is on PATH, else
 	// /bin/sh. WorkingDir is where they start; "" means the runtime's
 	// default.
@@ -88,6 +97,9 @@ func (o *Options) defaults() {
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = DefaultMaxOutputBytes
 	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = DefaultMaxPendingBytes
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -120,10 +132,11 @@ type Gateway struct {
 	cancel context.CancelCauseFunc
 	reaped chan struct{}
 
-	mu     sync.Mutex
-	slots  map[string]*slot
-	closed bool
-	calls  sync.WaitGroup
+	mu      sync.Mutex
+	slots   map[string]*slot
+	closed  bool
+	pending int64 // bytes of the bodies of the calls in progress
+	calls   sync.WaitGroup
 }
 
 // New returns a Gateway that runs tools through h, and starts its reaper of
@@ -199,21 +212,29 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.log.Info().Str("tool_call", clip(req.ToolCallID, 64)).Msg("gateway: repeated toolCallId; answering with the first call's result")
 		}
 	}
-	if first && !g.start(func() {
-		status, body, keep := g.run(req, actor, arrived)
-		if stored {
-			g.results.finish(m, status, body, keep, g.opts.now())
-		} else {
-			m.status, m.body = status, body
-			close(m.done)
+	if first {
+		err := g.start(int64(len(body)), func() {
+			status, body, keep := g.run(req, actor, arrived)
+			if stored {
+				g.results.finish(m, status, body, keep, g.opts.now())
+			} else {
+				m.status, m.body = status, body
+				close(m.done)
+			}
+		})
+		if err != nil {
+			res := encode(failure(string(protocol.CodeShuttingDown), "the daemon is shutting down; retry against a running daemon"))
+			if err == errBusy {
+				res = encode(failure(string(protocol.CodeLimitExceeded),
+					"the calls in progress hold %d MiB of requests, the most this daemon takes; retry once some have ended", g.opts.MaxPendingBytes>>20))
+				w.Header().Set("Retry-After", "1")
+			}
+			if stored {
+				g.results.finish(m, http.StatusServiceUnavailable, res, false, g.opts.now())
+			}
+			writeJSON(w, http.StatusServiceUnavailable, res)
+			return
 		}
-	}) {
-		res := encode(failure(string(protocol.CodeShuttingDown), "the daemon is shutting down; retry against a running daemon"))
-		if stored {
-			g.results.finish(m, http.StatusServiceUnavailable, res, false, g.opts.now())
-		}
-		writeJSON(w, http.StatusServiceUnavailable, res)
-		return
 	}
 	select {
 	case <-m.done:
@@ -224,15 +245,30 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// start runs f in a goroutine Close waits for; false once closed.
-func (g *Gateway) start(f func()) bool {
+// errBusy: the calls in progress hold MaxPendingBytes already.
+var errBusy = errors.New("gateway: too many bytes in calls in progress")
+
+// start runs f, a call whose request holds size bytes, in a goroutine
+// Close waits for: ErrClosed once closed, errBusy past MaxPendingBytes.
+func (g *Gateway) start(size int64, f func()) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return false
+		return ErrClosed
 	}
-	g.calls.Go(f)
-	return true
+	if g.pending > 0 && g.pending+size > g.opts.MaxPendingBytes {
+		return errBusy
+	}
+	g.pending += size
+	g.calls.Go(func() {
+		defer func() {
+			g.mu.Lock()
+			g.pending -= size
+			g.mu.Unlock()
+		}()
+		f()
+	})
+	return nil
 }
 
 // run answers one validated request: HTTP status, body, and whether the

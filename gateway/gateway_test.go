@@ -542,3 +542,27 @@ func TestCommandWaitingInput(t *testing.T) {
 	// The command was interrupted: the session takes the next call.
 	require.Equal(t, true, h.run(newCall("echo next"))["ok"])
 }
+
+// TestPendingBytesBounded: the calls in progress hold at most
+// MaxPendingBytes of requests together; past it a call is answered 503
+// LIMIT_EXCEEDED at once. Clients that posted big calls and hung up
+// grew the daemon without bound (40 of 15 MiB: 2 GB).
+func TestPendingBytesBounded(t *testing.T) {
+	h := newHarness(t, Options{MaxPendingBytes: 2000})
+	long := newCall("sleep 2").with("ctx.sessionId", "busy").with("ctx.toolCallId", "tc-long")
+	done := make(chan struct{})
+	go func() { defer close(done); h.serve(context.Background(), long.String()) }()
+	require.Eventually(t, func() bool {
+		h.g.mu.Lock()
+		defer h.g.mu.Unlock()
+		return h.g.pending > 0
+	}, 5*time.Second, time.Millisecond)
+	big := newCall("cat").with("ctx.sessionId", "other").with("ctx.toolCallId", "tc-big").with("call.args.stdin", strings.Repeat("x", 2000))
+	status, m := h.post(big.String())
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	code, msg := errorOf(m)
+	require.Equal(t, "LIMIT_EXCEEDED", code, msg)
+	<-done
+	status, _ = h.post(big.with("ctx.toolCallId", "tc-big-2").String())
+	require.Equal(t, http.StatusOK, status, "once the first call ended, a big one is taken")
+}
