@@ -272,7 +272,7 @@ func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *
 			}
 		}()
 	}
-	waitTold := false // since the command last ran on after a wait
+	waitTold := false         // since the command last ran on after a wait
 	var toldInputAt time.Time // the command's last input when the wait was told
 	for {
 		// A read whose watch saw a wait still answers the output that
