@@ -28,6 +28,22 @@ func TestJobNoticeIsIdleOutput(t *testing.T) {
 	assert.Regexp(t, `\[1\]\+  Exit 1 +false\n`, out["data"])
 }
 
+// TestJobNoticeOverSeveralLines: a job whose text holds a newline in
+// quotes is told over several lines, all of them idle output (the second
+// went to the next command's stderr).
+func TestJobNoticeOverSeveralLines(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	id := mustCall(t, rt, "session.create", map[string]any{"shell": "/bin/bash"})["session_id"].(string)
+	mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "sh -c \"sleep 100\" \"x\ny\" &"})
+	st := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "kill %1; wait; echo after"})
+	assert.Equal(t, "after\n", st["stdout"])
+	assert.Equal(t, "", st["stderr"], "no line of the notice is this command's")
+	out := mustCall(t, rt, "session.output", map[string]any{"session_id": id})
+	assert.Contains(t, out["data"], "Terminated")
+	assert.Contains(t, out["data"], "y\"")
+}
+
 // TestLongLineRefused: a line the terminal would cut (canonical mode,
 // over 4095 bytes) is refused with a clear error and nothing typed; the
 // same text to a raw-mode reader goes through whole (issue 24 item 9).

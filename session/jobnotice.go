@@ -11,9 +11,13 @@ import "bytes"
 // a background job's own output goes, and stays on the screen, where a
 // person sees it. A notice is one write of bash's, so one read of the pipe
 // holds it whole.
-func splitNotices(p []byte) (rest, notices []byte) {
-	if bytes.IndexByte(p, '[') < 0 {
-		return p, nil
+//
+// open says a notice's text went on past the last bytes split (a quote
+// open at their end: bash writes a notice's lines apart); it is
+// returned for the next bytes.
+func splitNotices(p []byte, open bool) (rest, notices []byte, stillOpen bool) {
+	if !open && bytes.IndexByte(p, '[') < 0 {
+		return p, nil, false
 	}
 	out := p[:0:0]
 	for line := p; len(line) > 0; {
@@ -23,16 +27,23 @@ func splitNotices(p []byte) (rest, notices []byte) {
 		}
 		l := line[:end+1]
 		line = line[end+1:]
-		if isNotice(l) {
+		switch {
+		case open:
+			// A command text with a newline in quotes (sh -c "a
+			// b" &) is printed as it is, over several lines.
 			notices = append(notices, l...)
-		} else {
+			open = quoteOpen(l, true)
+		case isNotice(l):
+			notices = append(notices, l...)
+			open = quoteOpen(l, false)
+		default:
 			out = append(out, l...)
 		}
 	}
 	if notices == nil {
-		return p, nil
+		return p, nil, false
 	}
-	return out, notices
+	return out, notices, open
 }
 
 // isNotice matches bash's job line: "[N]", then '+', '-' or ' ', two
@@ -63,4 +74,41 @@ func isNotice(l []byte) bool {
 	}
 	status := bytes.TrimRight(l[st:st+statusWidth], " ")
 	return bytes.IndexByte(status, '\n') < 0 && l[st+statusWidth] == ' ' && l[st+statusWidth+1] == ' ' && l[st+statusWidth+2] != ' '
+}
+
+// quoteOpen reports whether a quote is still open at the end of line l of
+// a notice's command text (bash prints a job's text with its quotes):
+// cont says l continues a quote opened on the notice's line before. The
+// quote's kind is not carried over: a continued line is read as inside
+// the quote that closes first, which is right for the text bash prints
+// (one quote open across a line).
+func quoteOpen(l []byte, cont bool) bool {
+	var q byte
+	if cont {
+		// Inside the open quote: it closes at its first unescaped ' or ".
+		for i := 0; i < len(l); i++ {
+			if l[i] == '\\' {
+				i++
+				continue
+			}
+			if l[i] == '"' || l[i] == '\'' {
+				return quoteOpen(l[i+1:], false)
+			}
+		}
+		return true
+	}
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		switch {
+		case q == 0 && c == '\\':
+			i++
+		case q == 0 && (c == '"' || c == '\''):
+			q = c
+		case q == '"' && c == '\\':
+			i++
+		case q != 0 && c == q:
+			q = 0
+		}
+	}
+	return q != 0
 }

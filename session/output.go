@@ -164,7 +164,8 @@ func (s *Session) deliverMasked(stream Stream, p []byte) {
 		// (sourcename.go, jobnotice.go).
 		p = s.job.src.scrub(p)
 		s.observe(stream, p)
-		p, notices := splitNotices(p)
+		var notices []byte
+		p, notices, s.job.noticeOpen = splitNotices(p, s.job.noticeOpen)
 		if len(notices) > 0 {
 			s.idle.write(notices)
 		}

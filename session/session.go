@@ -207,7 +207,10 @@ type Line struct {
 	// are guarded by Session.mu.
 	started   bool
 	startedAt time.Time
-	announced bool // observers were told of its start (not settle's lines)
+	// noticeOpen: a job notice's text goes on in the next stderr bytes
+	// (splitNotices). Guarded by ioMu.
+	noticeOpen bool
+	announced  bool // observers were told of its start (not settle's lines)
 	// oomBase is the group's OOM kill count when the job started (memory
 	// limited sessions only).
 	oomBase    int64
