@@ -548,3 +548,28 @@ func TestWriteRefusesSpecialFiles(t *testing.T) {
 		assert.False(t, strings.Contains(e.Name(), ".tmp"), "no temp file left: %s", e.Name())
 	}
 }
+
+// TestWriteWaitsForALockBounded: an if_sha256 write to a file another
+// process keeps locked gives up with CONFLICT after lockWait (it waited
+// as long as the lock was held).
+func TestWriteWaitsForALockBounded(t *testing.T) {
+	fs := newFS(t)
+	p := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(p, []byte("v1"), 0o644))
+	holder, err := os.Open(p)
+	require.NoError(t, err)
+	defer holder.Close()
+	require.NoError(t, unix.Flock(int(holder.Fd()), unix.LOCK_EX))
+	defer func(was time.Duration) { lockWait = was }(lockWait)
+	lockWait = 200 * time.Millisecond
+	sum := sha256.Sum256([]byte("v1"))
+	for _, o := range []WriteOptions{{IfSHA256: hex.EncodeToString(sum[:])}, {IfSHA256: hex.EncodeToString(sum[:]), Append: true}} {
+		start := time.Now()
+		_, err = fs.Write(Scope{}, p, strings.NewReader("v2"), o)
+		assert.ErrorIs(t, err, ErrConflict, "%+v", o)
+		assert.Less(t, time.Since(start), 10*time.Second)
+	}
+	require.NoError(t, unix.Flock(int(holder.Fd()), unix.LOCK_UN))
+	_, err = fs.Write(Scope{}, p, strings.NewReader("v2"), WriteOptions{IfSHA256: hex.EncodeToString(sum[:])})
+	require.NoError(t, err, "once free, the write goes through")
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -200,7 +201,7 @@ func lockCurrent(dirfd int, base, abs, want string) (func(), error) {
 			return nil, pathError(err, abs)
 		}
 		f := fileOf(fd, abs)
-		if err := flock(fd); err != nil {
+		if err := flock(fd, abs); err != nil {
 			f.Close()
 			return nil, pathError(err, abs)
 		}
@@ -233,12 +234,25 @@ func lockCurrent(dirfd int, base, abs, want string) (func(), error) {
 	}
 }
 
-func flock(fd int) error {
-	for {
-		err := unix.Flock(fd, unix.LOCK_EX)
-		if err != unix.EINTR {
+// lockWait is how long an if_sha256 write waits for a lock another
+// process holds on the file: a command's `flock f sleep 1000` held the
+// request (and its thread) for as long.
+var lockWait = 5 * time.Second
+
+// flock takes an exclusive lock on fd, waiting at most lockWait.
+func flock(fd int, abs string) error {
+	deadline := time.Now().Add(lockWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != unix.EWOULDBLOCK:
 			return err
+		case time.Now().After(deadline):
+			return errorf(ErrConflict, abs, "%s is locked by another process (flock) and stayed locked for %s; if_sha256 needs the lock to compare it: retry once it is free", abs, lockWait)
 		}
+		time.Sleep(pause)
 	}
 }
 
@@ -267,7 +281,7 @@ func appendTo(l loc, r io.Reader, o WriteOptions, w *Written) error {
 	}
 	if o.IfSHA256 != "" {
 		// An append keeps the file: lock it, and hash what it holds.
-		if err := flock(fd); err != nil {
+		if err := flock(fd, l.abs); err != nil {
 			return pathError(err, l.abs)
 		}
 		h := sha256.New()
