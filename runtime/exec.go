@@ -242,6 +242,11 @@ func (rt *Runtime) execStream(ctx context.Context, p protocol.ExecParams) (proto
 		func(ctx context.Context, emit protocol.Emitter) error { return rt.follow(ctx, job, st, reader, emit) }, nil
 }
 
+// inputGrace is how long after the client's input ended a stream waits
+// before it interrupts a command still waiting for input: input read
+// before the end may still be being typed.
+const inputGrace = 500 * time.Millisecond
+
 // follow sends a stream's output as exec.output notifications, then its
 // exec.exit, until the stream ends or ctx does (the client went away; the
 // command goes on). When the command begins to wait for terminal input it
@@ -296,6 +301,13 @@ func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *
 			}
 			if waitTold && ended != nil && ended.Err() != nil && ctx.Err() == nil {
 				waitTold = false
+				// An exec.input read just before the end may not have
+				// typed yet: it is given a moment.
+				select {
+				case <-time.After(inputGrace):
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
 				// Input typed since the wait was told answered it, even
 				// if the program has not read it yet (the terminal still
 				// shows the wait): a client that types and then closes

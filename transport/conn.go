@@ -109,8 +109,6 @@ type conn struct {
 	// urgent, in a sequential connection, holds the requests handled as
 	// they are read (atOnce), for their one worker; closed with backlog.
 	urgent chan *protocol.Request
-	// urgentDone closes when urgent's worker has ended.
-	urgentDone chan struct{}
 	// idle hands a request to a worker waiting for one (start).
 	idle    chan *protocol.Request
 	drained chan struct{}
@@ -160,9 +158,7 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		// The requests handled as read (atOnce) run in their own order,
 		// one at a time, beside the backlog's.
 		c.urgent = make(chan *protocol.Request, opts.Backlog)
-		c.urgentDone = make(chan struct{})
 		c.wg.Go(func() {
-			defer close(c.urgentDone)
 			for req := range c.urgent {
 				if c.ctx.Err() == nil {
 					c.run(req)
@@ -194,12 +190,9 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		}
 		c.dispatch(msg)
 	}
-	if opts.Sequential {
-		// The input typed by requests read before the end is typed
-		// first: then the end of input says that nothing more comes.
-		c.endBacklog()
-		<-c.urgentDone
-	}
+	// Told at once: an exec.input read just before the end may still be
+	// on its way (the follow gives it a moment, inputGrace), and waiting
+	// here for it deadlocked when it waited for its command's exit.
 	close(c.inputEnded)
 
 	if opts.Sequential && parent.Err() == nil {

@@ -224,3 +224,46 @@ func TestStdioInputTypedThenEnded(t *testing.T) {
 		deadline.Stop()
 	}
 }
+
+// TestStdioInputThatWaitsThenEnds: an exec.input that types and then
+// waits for the command's exit, sent just before stdin ends, while the
+// command goes on to wait for more: trl stdio ends (it deadlocked when
+// the end of input waited for that exec.input to return).
+func TestStdioInputThatWaitsThenEnds(t *testing.T) {
+	cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
+	cmd.Dir = t.TempDir()
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	outR, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+	defer deadline.Stop()
+	_, err = io.WriteString(in, `{"id":1,"method":"exec.stream","params":{"command":"read a; echo got $a; read b"}}`+"\n")
+	require.NoError(t, err)
+	lines := bufio.NewScanner(outR)
+	var out []string
+	for lines.Scan() {
+		out = append(out, lines.Text())
+		var m struct {
+			Method string
+			Params struct {
+				StreamID string `json:"stream_id"`
+			}
+		}
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
+		if m.Method == "exec.waiting" {
+			_, err = io.WriteString(in, `{"id":2,"method":"exec.input","params":{"exec_id":"`+m.Params.StreamID+`","input":"one\n","until":[],"yield_ms":0}}`+"\n")
+			require.NoError(t, err)
+			require.NoError(t, in.Close())
+			break
+		}
+	}
+	for lines.Scan() {
+		out = append(out, lines.Text())
+	}
+	all := strings.Join(out, "\n")
+	assert.Contains(t, all, "got one", "%q", out)
+	assert.Contains(t, all, `{"id":2,"ok":true`, "the input is answered: %q", out)
+	require.NoError(t, cmd.Wait(), "trl stdio ends: %q", out)
+}
