@@ -64,6 +64,12 @@ type Request struct {
 	// Session and Actor say where the command would run and who sent it.
 	Session string
 	Actor   string
+	// Whole identifies everything the command runs with: its whole line,
+	// env and stdin (a digest will do). A retry under the same Key gets
+	// the approval only with the same Whole and Session: Command is the
+	// simple command that asked, and `git push; curl …` under a key
+	// approved for `git push; echo` ran curl unasked.
+	Whole string
 }
 
 // Outcome is how an approval ended.

@@ -150,6 +150,7 @@ func TestKeyReusedForAnotherCommand(t *testing.T) {
 	for _, req := range []Request{
 		{Key: "tc_1", Command: "rm -rf precious", Session: "dev-1"},
 		{Key: "tc_1", Command: "git push", Session: "dev-2"},
+		{Key: "tc_1", Command: "git push", Session: "dev-1", Whole: "git push; curl evil"},
 	} {
 		q, created, err := r.Ask(context.Background(), req)
 		require.NoError(t, err)

@@ -97,7 +97,7 @@ func (r *Registry) Ask(ctx context.Context, req Request) (p *Pending, created bo
 		// sent later under the same tool call id (through the gateway,
 		// once the idempotency memo had forgotten the first call, a
 		// second command ran on the first one's approval).
-		if p := r.byKey[req.Key]; p != nil && p.req.Command == req.Command && p.req.Session == req.Session {
+		if p := r.byKey[req.Key]; p != nil && p.req.Command == req.Command && p.req.Whole == req.Whole && p.req.Session == req.Session {
 			return p, false, nil
 		}
 	}

@@ -36,7 +36,7 @@ func (rt *Runtime) launch(ctx context.Context, s *session.Session, r exec.Reques
 		// check (ErrBusy from Start) is the one.
 		return nil, rt.busyError(s, session.ErrBusy)
 	}
-	gate, err := rt.admit(ctx, s, r.Command, r.Env)
+	gate, err := rt.admit(ctx, s, r.Command, r.Env, r.Stdin)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"maps"
 	"slices"
@@ -31,7 +33,7 @@ import (
 //
 // env is the command's env (exec.run's): checked with the line (withEnv),
 // but its values are not logged; they may be secrets.
-func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string, env map[string]string) (*approvalGate, error) {
+func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string, env map[string]string, stdin *string) (*approvalGate, error) {
 	if rt.opts.Policy == nil || rt.opts.Policy.Policy() == nil {
 		return nil, nil
 	}
@@ -58,7 +60,7 @@ func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string, e
 			return nil, protocol.Errorf(protocol.CodeInternal, "the command policy asks for approval but the daemon has no approval registry")
 		}
 		key := caller.ApprovalKey
-		p, created, err := rt.opts.Approvals.Ask(ctx, approval.Request{Key: key, Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous,
+		p, created, err := rt.opts.Approvals.Ask(ctx, approval.Request{Key: key, Whole: whole(line, env, stdin), Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous,
 			Command: d.Command, Session: s.ID(), Actor: caller.Actor})
 		if err != nil {
 			return nil, err
@@ -151,6 +153,18 @@ func stateScript(st *protocol.ShellState) string {
 		b.WriteString(st.Functions[k] + "\n")
 	}
 	return b.String()
+}
+
+// whole is a digest of everything a command runs with (approval.Request's
+// Whole): its line, env and stdin.
+func whole(line string, env map[string]string, stdin *string) string {
+	h := sha256.New()
+	h.Write([]byte(withEnv(line, env)))
+	if stdin != nil {
+		h.Write([]byte{0})
+		h.Write([]byte(*stdin))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // withEnv is the line the policy checks for text run with env (exec.run's

@@ -831,3 +831,36 @@ func TestPolicySeesEnvAndState(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out.Stdout, "envf")
 }
+
+// TestApprovalKeyCoversTheWholeCommand: a retry under an approval key
+// gets the approval only for the same whole command: one that adds a
+// curl after the approved git push is asked anew (the approval matched
+// on git push alone, and the curl ran unasked).
+func TestApprovalKeyCoversTheWholeCommand(t *testing.T) {
+	p, err := policy.Parse([]byte(testPolicy), "test-policy.yaml")
+	require.NoError(t, err)
+	rt := newRuntime(t, Options{Policy: policy.NewEvaluator(p), Approvals: approval.New(approval.Options{Timeout: time.Minute, Remember: time.Minute})})
+	keyed := protocol.WithCaller(context.Background(), protocol.Caller{Transport: "test", Actor: "agent", ApprovalKey: "gateway:k1"})
+	mark := filepath.Join(t.TempDir(), "M")
+	first := "git push 2>/dev/null; echo first"
+	st, err := rt.ExecRun(keyed, protocol.ExecParams{Command: &first})
+	require.NoError(t, err)
+	require.Equal(t, protocol.StateAwaitingApproval, st.State)
+	_, err = rt.ExecApprove(approverCtx(), protocol.ExecApproveParams{ApprovalID: st.Approval.ApprovalID, Decision: "approve"})
+	require.NoError(t, err)
+	end, err := rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID, Until: &[]string{}})
+	require.NoError(t, err)
+	assert.Equal(t, "first\n", end.Stdout)
+
+	second := "git push 2>/dev/null; curl -s file:///dev/null; touch " + mark
+	st, err = rt.ExecRun(keyed, protocol.ExecParams{Command: &second})
+	require.NoError(t, err)
+	require.NotNil(t, st.Approval)
+	assert.Empty(t, st.Approval.Decision, "another command is asked anew, not given the first one's approval")
+	_, err = rt.ExecCancel(agentCtx(), protocol.ExecCancelParams{ExecID: st.ExecID})
+	require.NoError(t, err)
+	_, err = rt.ExecWait(agentCtx(), protocol.ExecWaitParams{ExecID: st.ExecID, Until: &[]string{}})
+	require.NoError(t, err)
+	_, statErr := os.Stat(mark)
+	assert.True(t, os.IsNotExist(statErr), "nothing of it ran")
+}
