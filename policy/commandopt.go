@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -13,8 +14,13 @@ import (
 
 // commandOpts describes such a program's options.
 type commandOpts struct {
-	// valueShort are its other short options that take a value.
+	// valueShort are its other short options that take a value, and
+	// valueLong its long ones (which take the next word unless written
+	// with =).
 	valueShort string
+	valueLong  []string
+	// session: --session-command is a -c too (su, runuser).
+	session bool
 	// longMin is how much of "--command" getopt_long needs to know it
 	// (an abbreviation may be any unique prefix: script --c, flock --com).
 	longMin int
@@ -23,9 +29,12 @@ type commandOpts struct {
 }
 
 var commandRunners = map[string]commandOpts{
-	"su":      {valueShort: "sgGw", longMin: 3, what: "su -c"},
-	"runuser": {valueShort: "sgGwu", longMin: 3, what: "runuser -c"},
-	"script":  {valueShort: "EIOBTm", longMin: 3, what: "script -c"},
+	"su": {valueShort: "sgGw", valueLong: []string{"--group", "--supp-group", "--shell", "--whitelist-environment"},
+		session: true, longMin: 3, what: "su -c"},
+	"runuser": {valueShort: "sgGwu", valueLong: []string{"--user", "--group", "--supp-group", "--shell", "--whitelist-environment"},
+		session: true, longMin: 3, what: "runuser -c"},
+	"script": {valueShort: "EIOBTm", valueLong: []string{"--echo", "--log-in", "--log-out", "--log-io", "--log-timing", "--logging-format"},
+		longMin: 3, what: "script -c"},
 }
 
 // commandRunner looks at su, runuser or script: the command of its -c
@@ -34,24 +43,55 @@ var commandRunners = map[string]commandOpts{
 // that reads its standard input, checked as a shell's is.
 func (s *scanner) commandRunner(x *call, prog string, args []*syntax.Word, end uint) string {
 	o := commandRunners[prog]
+	if prog == "runuser" && runsProgram(args, o) {
+		// runuser -u user [--] program: the program's own -c is its own.
+		return s.wrapper(x, wrapper{valueShort: "ugGsw", valueLong: o.valueLong}, args, end)
+	}
 	if why, found := s.commandOption(x, args, o); found {
 		return why
 	}
-	if prog == "runuser" {
-		for _, w := range args {
-			if a, _ := literal(w); a == "-u" || strings.HasPrefix(a, "--user") || strings.HasPrefix(a, "-u") {
-				return s.wrapper(x, wrapper{valueShort: "ugGsw", valueLong: []string{"--user", "--group", "--supp-group", "--shell", "--whitelist-environment"}}, args, end)
-			}
+	// Words after -- are the shell's own arguments (su root -- -c cmd).
+	for i, w := range args {
+		if a, _ := literal(w); a == "--" {
+			return s.shell(x, args[i+1:])
 		}
 	}
 	return s.shell(x, nil)
+}
+
+// runsProgram reports whether runuser's own options (those before its
+// first operand) hold -u or --user: it then runs a program, not a shell.
+func runsProgram(args []*syntax.Word, o commandOpts) bool {
+	for i := 0; i < len(args); i++ {
+		a, ok := literal(args[i])
+		if !ok || a == "--" || len(a) < 2 || a[0] != '-' {
+			return false
+		}
+		if a == "--user" || strings.HasPrefix(a, "--user=") {
+			return true
+		}
+		if !strings.HasPrefix(a, "--") {
+			for j := 1; j < len(a); j++ {
+				if a[j] == 'u' {
+					return true
+				}
+				if strings.IndexByte(o.valueShort, a[j]) >= 0 {
+					break
+				}
+			}
+		}
+		if o.takesNext(a) {
+			i++
+		}
+	}
+	return false
 }
 
 // flock [options] file -c 'cmd', or flock [options] file program args,
 // or flock [options] fd (nothing runs). Only flock's own options are
 // read: a -c among the program's arguments is the program's.
 func (s *scanner) flock(x *call, args []*syntax.Word, end uint) string {
-	o := commandOpts{valueShort: "wE", longMin: 5, what: "flock -c"}
+	o := commandOpts{valueShort: "wE", valueLong: []string{"--wait", "--timeout", "--conflict-exit-code"}, longMin: 5, what: "flock -c"}
 	i := 0
 	for ; i < len(args); i++ {
 		a, ok := literal(args[i])
@@ -103,7 +143,10 @@ func (s *scanner) commandOption(x *call, args []*syntax.Word, o commandOpts) (wh
 		if !ok {
 			return "the options of " + strings.Fields(o.what)[0] + " are known only when the line runs", true
 		}
-		if len(a) < 2 || a[0] != '-' || a == "--" {
+		if a == "--" {
+			break // what follows is the shell's (commandRunner)
+		}
+		if len(a) < 2 || a[0] != '-' {
 			continue
 		}
 		if src, next, is := o.command(a); is {
@@ -137,7 +180,9 @@ func (s *scanner) commandOf(x *call, args []*syntax.Word, i int, src string, nex
 func (o commandOpts) command(a string) (src string, next, is bool) {
 	if strings.HasPrefix(a, "--") {
 		name, val, hasVal := strings.Cut(a, "=")
-		if len(name) < o.longMin || !strings.HasPrefix("--command", name) {
+		isCmd := len(name) >= o.longMin && strings.HasPrefix("--command", name) ||
+			o.session && len(name) >= 4 && strings.HasPrefix("--session-command", name)
+		if !isCmd {
 			return "", false, false
 		}
 		return val, !hasVal, true
@@ -157,7 +202,7 @@ func (o commandOpts) command(a string) (src string, next, is bool) {
 // value: a short option of valueShort last in its word.
 func (o commandOpts) takesNext(a string) bool {
 	if strings.HasPrefix(a, "--") {
-		return false // the long forms with values are written with = here
+		return !strings.Contains(a, "=") && slices.Contains(o.valueLong, a)
 	}
 	for j := 1; j < len(a); j++ {
 		if strings.IndexByte(o.valueShort, a[j]) >= 0 {

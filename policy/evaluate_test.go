@@ -115,6 +115,17 @@ func TestEvaluateTable(t *testing.T) {
 		{"flock -w 3 /tmp/l -- rm -rf /", Deny, "deleting the root or home directory"},
 		{"su -c 'rm -rf /'", Deny, "deleting the root or home directory"},
 		{"su - root", Allow, "default"},
+		// And what a second review ran past the second version.
+		{"flock --timeout 3 /tmp/l rm -rf /", Deny, "deleting the root or home directory"},
+		{"flock --conflict-exit-code 3 /tmp/l rm -rf /", Deny, "deleting the root or home directory"},
+		{"runuser -u nobody -- git -c x=y push --force", Deny, "no force push"},
+		{"su root -- -s -c 'rm -rf /'", Deny, "deleting the root or home directory"},
+		{"runuser root -- -c 'rm -rf /'", Deny, "deleting the root or home directory"},
+		{"su --session-command='rm -rf /' root", Deny, "deleting the root or home directory"},
+		{"runuser --sess 'rm -rf /' root", Deny, "deleting the root or home directory"},
+		{"runuser -l user -c make", Allow, "default"},
+		{"flock -n /tmp/l make", Allow, "default"},
+		{"script -q log", Allow, "default"},
 		{"taskset -p 3 1234", Allow, "default"},
 		// Scripts given to shells.
 		{"bash -c 'rm -rf /'", Deny, "deleting the root or home directory"},
