@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -97,39 +96,9 @@ func (rt *Runtime) fsRead(_ context.Context, p protocol.FSReadParams) (res proto
 		return res, err
 	}
 	defer done()
-	o := files.ReadOptions{Offset: p.Offset, Length: p.Length, LineOffset: p.LineOffset, LineLimit: p.LineLimit}
-	c, err := fs.Read(sc, p.Path, o)
+	c, err := fs.Read(sc, p.Path, files.ReadOptions{Offset: p.Offset, Length: p.Length, LineOffset: p.LineOffset, LineLimit: p.LineLimit})
 	if err != nil {
 		return res, err
-	}
-	if enc != protocol.EncodingBase64 && len(c.Data) > 0 && !utf8.RuneStart(c.Data[0]) && c.Offset > 0 && o.LineOffset == 0 && o.LineLimit == 0 {
-		// The offset falls inside a character (an offset counted by a
-		// tool, not taken from an answer): the chunk starts where that
-		// character does, and says so in its offset. As read, it was not
-		// UTF-8, and auto answered base64.
-		length := cmp.Or(o.Length, files.DefaultReadLength)
-		o.Offset = c.Offset - min(c.Offset, utf8.UTFMax-1)
-		o.Length = min(length+c.Offset-o.Offset, files.MaxReadLength)
-		back, err := fs.Read(sc, p.Path, o)
-		if err != nil {
-			return res, err
-		}
-		if i := charStart(back.Data, int(c.Offset-o.Offset)); i >= 0 {
-			back.Data, back.Offset = back.Data[i:], back.Offset+int64(i)
-			if int64(len(back.Data)) > length {
-				back.Data, back.Complete = back.Data[:length], false
-			}
-			// Only text starts earlier: binary bytes that happen to
-			// follow a lead byte are answered from the offset asked, so
-			// chunks of a binary file never overlap.
-			text := back.Data
-			if !back.Complete {
-				text = text[:textEnd(text)]
-			}
-			if utf8.Valid(text) {
-				c = back
-			}
-		}
 	}
 	data := c.Data
 	if enc != protocol.EncodingBase64 {
@@ -158,23 +127,6 @@ func (rt *Runtime) fsRead(_ context.Context, p protocol.FSReadParams) (res proto
 		res.Data = bytesView(data) // data is this answer's alone
 	}
 	return res, nil
-}
-
-// charStart is where the character that holds b[at] starts in b, or -1
-// when no UTF-8 character does.
-func charStart(b []byte, at int) int {
-	if at >= len(b) {
-		return -1
-	}
-	for i := at; i >= 0 && at-i < utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if r, n := utf8.DecodeRune(b[i:]); r != utf8.RuneError && i+n > at {
-				return i
-			}
-			return -1
-		}
-	}
-	return -1
 }
 
 // textEnd is where b ends without a character cut at its end.
