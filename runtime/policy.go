@@ -124,26 +124,26 @@ func stateScript(st *protocol.ShellState) string {
 		return "\"$unquotable\"" // an expansion: the policy's unknown action
 	}
 	for _, k := range slices.Sorted(maps.Keys(st.Env)) {
-		b.WriteString("export " + k + "=" + q(st.Env[k]) + "\n")
+		b.WriteString("export " + k + "=" + valueWord(st.Env[k]) + "\n")
 	}
 	for _, v := range st.Vars {
 		switch {
 		case v.Kind == "nameref":
-			b.WriteString("declare -n " + v.Name + "=" + q(v.Value) + "\n")
+			b.WriteString("declare -n " + v.Name + "=" + valueWord(v.Value) + "\n")
 		case v.Array != nil:
 			b.WriteString(v.Name + "=(")
 			for _, e := range v.Array {
-				b.WriteString(q(e) + " ")
+				b.WriteString(valueWord(e) + " ")
 			}
 			b.WriteString(")\n")
 		case v.Assoc != nil:
 			b.WriteString("declare -A " + v.Name + "=(")
 			for _, k := range slices.Sorted(maps.Keys(v.Assoc)) {
-				b.WriteString("['" + strings.ReplaceAll(k, "'", `'\''`) + "']=" + q(v.Assoc[k]) + " ")
+				b.WriteString("[" + valueWord(k) + "]=" + valueWord(v.Assoc[k]) + " ")
 			}
 			b.WriteString(")\n")
 		default:
-			b.WriteString(v.Name + "=" + q(v.Value) + "\n")
+			b.WriteString(v.Name + "=" + valueWord(v.Value) + "\n")
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(st.Aliases)) {
@@ -153,6 +153,25 @@ func stateScript(st *protocol.ShellState) string {
 		b.WriteString(st.Functions[k] + "\n")
 	}
 	return b.String()
+}
+
+// valueWord is a variable's value as one word for the policy's check.
+// What a value holds is data, not code (the variables the shell runs
+// later, PROMPT_COMMAND and the like, are checked by name), so a value
+// whose quoting could make the check read the line otherwise (control
+// characters, which need $'…'; &> and $', which make it read the line as
+// dash too) is written as a stand-in: under a policy that denies what no
+// rule allows, a value with a newline had the line denied.
+func valueWord(v string) string {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] == 0x7f {
+			return "'value'"
+		}
+	}
+	if strings.Contains(v, "&>") || strings.Contains(v, "$'") {
+		return "'value'"
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }
 
 // whole is a digest of everything a command runs with (approval.Request's
@@ -177,11 +196,7 @@ func withEnv(text string, env map[string]string) string {
 	}
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(env)) {
-		v, err := syntax.Quote(env[k], syntax.LangBash)
-		if err != nil {
-			v = "\"$unquotable\"" // an expansion: the policy's unknown action
-		}
-		b.WriteString("export " + k + "=" + v + "\n")
+		b.WriteString("export " + k + "=" + valueWord(env[k]) + "\n")
 	}
 	return b.String() + text
 }

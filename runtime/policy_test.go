@@ -864,3 +864,20 @@ func TestApprovalKeyCoversTheWholeCommand(t *testing.T) {
 	_, statErr := os.Stat(mark)
 	assert.True(t, os.IsNotExist(statErr), "nothing of it ran")
 }
+
+// TestEnvValuesUnderDefaultDeny: under a policy that denies what no rule
+// allows, ordinary env values pass whatever they hold (a newline, a tab,
+// an escape, "&>"): they were denied, the check reading their quoting as
+// code.
+func TestEnvValuesUnderDefaultDeny(t *testing.T) {
+	p, err := policy.Parse([]byte("default: deny\nunknown: deny\nrules:\n  - match: {program: [echo]}\n    action: allow\n"), "p.yaml")
+	require.NoError(t, err)
+	rt := newRuntime(t, Options{Policy: policy.NewEvaluator(p), Approvals: approval.New(approval.Options{})})
+	env := map[string]string{"MSG": "line1\nline2", "TAB": "a\tb", "ESC": "\x1b[1m", "AMP": "a &> b", "Q": "it's $'x'", "PATH": os.Getenv("PATH")}
+	s, err := rt.SessionCreate(agentCtx(), protocol.SessionCreateParams{Shell: "/bin/sh", Env: env})
+	require.NoError(t, err, "session.create's env")
+	echo := `echo "$AMP"`
+	st, err := rt.ExecRun(agentCtx(), protocol.ExecParams{SessionID: s.SessionID, Command: &echo, Env: env})
+	require.NoError(t, err, "exec.run's env")
+	assert.Equal(t, "a &> b\n", st.Stdout)
+}
