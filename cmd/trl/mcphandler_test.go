@@ -26,12 +26,7 @@ func TestMCPServerBuiltOnFirstRequest(t *testing.T) {
 	}
 	t.Cleanup(func() { newMCPServer = orig })
 
-	rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Shutdown(ctx)
-	})
+	rt := quietRuntime(t)
 	srv := httptest.NewServer(mcpHandler(rt))
 	defer srv.Close()
 	assert.Zero(t, built.Load(), "no MCP request yet: no server built")
@@ -54,12 +49,7 @@ func TestMCPSessionsEnd(t *testing.T) {
 	orig := mcpSessionIdle
 	mcpSessionIdle = 200 * time.Millisecond
 	t.Cleanup(func() { mcpSessionIdle = orig })
-	rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Shutdown(ctx)
-	})
+	rt := quietRuntime(t)
 	srv := httptest.NewServer(mcpHandler(rt))
 	defer srv.Close()
 	cs, err := mcpClient().Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
@@ -70,4 +60,15 @@ func TestMCPSessionsEnd(t *testing.T) {
 	time.Sleep(time.Second)
 	_, err = cs.ListTools(context.Background(), nil)
 	assert.Error(t, err, "the idle session was closed")
+}
+
+// quietRuntime is a runtime that logs nothing, shut down after the test.
+func quietRuntime(t *testing.T) *runtime.Runtime {
+	rt := runtime.New(runtime.Options{Logger: zerolog.Nop()})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rt.Shutdown(ctx)
+	})
+	return rt
 }

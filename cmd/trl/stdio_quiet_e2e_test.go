@@ -142,11 +142,18 @@ func TestStdioStreamAnsweredByExecID(t *testing.T) {
 	}
 }
 
-// TestStdioInputEndsWhileACommandWaits: stdin ends while a streamed
-// command waits for input. Nothing can answer it any more: the command
-// is interrupted, and the request read after it is answered before trl
-// stdio exits (it hung for ever).
-func TestStdioInputEndsWhileACommandWaits(t *testing.T) {
+// stdioSession is a trl stdio the test writes requests to and reads
+// every line of, killed after 20 s at the latest.
+type stdioSession struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines *bufio.Scanner
+	out   []string
+}
+
+func startStdio(t *testing.T) *stdioSession {
+	t.Helper()
 	cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
 	cmd.Dir = t.TempDir()
 	in, err := cmd.StdinPipe()
@@ -154,31 +161,63 @@ func TestStdioInputEndsWhileACommandWaits(t *testing.T) {
 	outR, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	defer cmd.Process.Kill()
 	deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
-	defer deadline.Stop()
-	_, err = io.WriteString(in, `{"id":1,"method":"exec.stream","params":{"command":"printf 'Name? '; read n; echo hi $n"}}`+"\n")
-	require.NoError(t, err)
-	lines := bufio.NewScanner(outR)
-	var out []string
-	for lines.Scan() {
-		out = append(out, lines.Text())
-		if strings.Contains(lines.Text(), `"exec.waiting"`) {
-			break
+	t.Cleanup(func() { deadline.Stop(); cmd.Process.Kill() })
+	return &stdioSession{t: t, cmd: cmd, in: in, lines: bufio.NewScanner(outR)}
+}
+
+func (s *stdioSession) send(line string) {
+	s.t.Helper()
+	_, err := io.WriteString(s.in, line+"\n")
+	require.NoError(s.t, err)
+}
+
+// untilWaiting reads up to the first exec.waiting and returns its
+// stream's id.
+func (s *stdioSession) untilWaiting() string {
+	s.t.Helper()
+	for s.lines.Scan() {
+		s.out = append(s.out, s.lines.Text())
+		var m struct {
+			Method string
+			Params struct {
+				StreamID string `json:"stream_id"`
+			}
+		}
+		require.NoError(s.t, json.Unmarshal(s.lines.Bytes(), &m))
+		if m.Method == "exec.waiting" {
+			return m.Params.StreamID
 		}
 	}
-	require.Contains(t, strings.Join(out, "\n"), "exec.waiting", "the command waits: %q", out)
-	_, err = io.WriteString(in, `{"id":2,"method":"system.ping"}`+"\n")
-	require.NoError(t, err)
-	require.NoError(t, in.Close())
-	for lines.Scan() {
-		out = append(out, lines.Text())
+	s.t.Fatalf("no exec.waiting: %q", s.out)
+	return ""
+}
+
+// end closes stdin, reads to the end and waits for trl stdio to exit;
+// it returns every line read.
+func (s *stdioSession) end() string {
+	s.t.Helper()
+	require.NoError(s.t, s.in.Close())
+	for s.lines.Scan() {
+		s.out = append(s.out, s.lines.Text())
 	}
-	all := strings.Join(out, "\n")
-	assert.Contains(t, all, `"exec.exit"`, "the command ended: %q", out)
-	assert.Contains(t, all, `"canceled":true`, "interrupted, as a cancel would: %q", out)
-	assert.Contains(t, all, `{"id":2,"ok":true`, "the ping read before the end is answered: %q", out)
-	require.NoError(t, cmd.Wait(), "trl stdio exits by itself")
+	require.NoError(s.t, s.cmd.Wait(), "trl stdio ends by itself: %q", s.out)
+	return strings.Join(s.out, "\n")
+}
+
+// TestStdioInputEndsWhileACommandWaits: stdin ends while a streamed
+// command waits for input. Nothing can answer it any more: the command
+// is interrupted, and the request read after it is answered before trl
+// stdio exits (it hung for ever).
+func TestStdioInputEndsWhileACommandWaits(t *testing.T) {
+	s := startStdio(t)
+	s.send(`{"id":1,"method":"exec.stream","params":{"command":"printf 'Name? '; read n; echo hi $n"}}`)
+	s.untilWaiting()
+	s.send(`{"id":2,"method":"system.ping"}`)
+	all := s.end()
+	assert.Contains(t, all, `"exec.exit"`, "the command ended")
+	assert.Contains(t, all, `"canceled":true`, "interrupted, as a cancel would")
+	assert.Contains(t, all, `{"id":2,"ok":true`, "the ping read before the end is answered")
 }
 
 // TestStdioInputTypedThenEnded: input typed just before stdin ends is the
@@ -186,42 +225,13 @@ func TestStdioInputEndsWhileACommandWaits(t *testing.T) {
 // command is not interrupted (it was, about half the time).
 func TestStdioInputTypedThenEnded(t *testing.T) {
 	for i := range 4 {
-		cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
-		cmd.Dir = t.TempDir()
-		in, err := cmd.StdinPipe()
-		require.NoError(t, err)
-		outR, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
-		_, err = io.WriteString(in, `{"id":1,"method":"exec.stream","params":{"command":"printf 'Name? '; read n; sleep 0.3; echo hi $n"}}`+"\n")
-		require.NoError(t, err)
-		lines := bufio.NewScanner(outR)
-		var out []string
-		for lines.Scan() {
-			out = append(out, lines.Text())
-			var m struct {
-				Method string
-				Params struct {
-					StreamID string `json:"stream_id"`
-				}
-			}
-			require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
-			if m.Method == "exec.waiting" {
-				_, err = io.WriteString(in, `{"id":2,"method":"exec.input","params":{"exec_id":"`+m.Params.StreamID+`","input":"bob\n"}}`+"\n")
-				require.NoError(t, err)
-				require.NoError(t, in.Close())
-				break
-			}
-		}
-		for lines.Scan() {
-			out = append(out, lines.Text())
-		}
-		all := strings.Join(out, "\n")
-		assert.Contains(t, all, "hi bob", "run %d: %q", i, out)
-		assert.NotContains(t, all, `"canceled":true`, "run %d: %q", i, out)
-		require.NoError(t, cmd.Wait())
-		deadline.Stop()
+		s := startStdio(t)
+		s.send(`{"id":1,"method":"exec.stream","params":{"command":"printf 'Name? '; read n; sleep 0.3; echo hi $n"}}`)
+		id := s.untilWaiting()
+		s.send(`{"id":2,"method":"exec.input","params":{"exec_id":"` + id + `","input":"bob\n"}}`)
+		all := s.end()
+		assert.Contains(t, all, "hi bob", "run %d", i)
+		assert.NotContains(t, all, `"canceled":true`, "run %d", i)
 	}
 }
 
@@ -230,40 +240,11 @@ func TestStdioInputTypedThenEnded(t *testing.T) {
 // command goes on to wait for more: trl stdio ends (it deadlocked when
 // the end of input waited for that exec.input to return).
 func TestStdioInputThatWaitsThenEnds(t *testing.T) {
-	cmd := exec.Command(trlBin, "stdio", "--log-level", "error")
-	cmd.Dir = t.TempDir()
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	outR, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	deadline := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
-	defer deadline.Stop()
-	_, err = io.WriteString(in, `{"id":1,"method":"exec.stream","params":{"command":"read a; echo got $a; read b"}}`+"\n")
-	require.NoError(t, err)
-	lines := bufio.NewScanner(outR)
-	var out []string
-	for lines.Scan() {
-		out = append(out, lines.Text())
-		var m struct {
-			Method string
-			Params struct {
-				StreamID string `json:"stream_id"`
-			}
-		}
-		require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
-		if m.Method == "exec.waiting" {
-			_, err = io.WriteString(in, `{"id":2,"method":"exec.input","params":{"exec_id":"`+m.Params.StreamID+`","input":"one\n","until":[],"yield_ms":0}}`+"\n")
-			require.NoError(t, err)
-			require.NoError(t, in.Close())
-			break
-		}
-	}
-	for lines.Scan() {
-		out = append(out, lines.Text())
-	}
-	all := strings.Join(out, "\n")
-	assert.Contains(t, all, "got one", "%q", out)
-	assert.Contains(t, all, `{"id":2,"ok":true`, "the input is answered: %q", out)
-	require.NoError(t, cmd.Wait(), "trl stdio ends: %q", out)
+	s := startStdio(t)
+	s.send(`{"id":1,"method":"exec.stream","params":{"command":"read a; echo got $a; read b"}}`)
+	id := s.untilWaiting()
+	s.send(`{"id":2,"method":"exec.input","params":{"exec_id":"` + id + `","input":"one\n","until":[],"yield_ms":0}}`)
+	all := s.end()
+	assert.Contains(t, all, "got one")
+	assert.Contains(t, all, `{"id":2,"ok":true`, "the input is answered")
 }
