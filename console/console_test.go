@@ -454,3 +454,31 @@ func TestManySessionsAndViewers(t *testing.T) {
 		h.call(t, "exec.cancel", map[string]any{"session_id": sid, "signal": "KILL"})
 	}
 }
+
+func openFDs(t *testing.T) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(entries)
+}
+
+// TestViewersClosed: a viewer that leaves before its first frames is
+// closed by the server too (each one kept its socket for the daemon's
+// life).
+func TestViewersClosed(t *testing.T) {
+	h := newHarness(t, false, "")
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	c := h.login(t)
+	conn, _, err := dialViewer(t, h, c, sid, h.srv.URL)
+	require.NoError(t, err)
+	conn.CloseNow()
+	time.Sleep(200 * time.Millisecond)
+	before := openFDs(t)
+	for range 30 {
+		conn, _, err := dialViewer(t, h, c, sid, h.srv.URL)
+		require.NoError(t, err)
+		conn.CloseNow()
+	}
+	assert.Eventually(t, func() bool { return openFDs(t) <= before+3 }, 10*time.Second, 50*time.Millisecond,
+		"the server closed the viewers that left: %d fds, %d before", openFDs(t), before)
+
+}

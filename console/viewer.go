@@ -145,6 +145,9 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 		c.opts.Logger.Warn().Err(err).Str("remote", r.RemoteAddr).Msg("console: refused a viewer")
 		return
 	}
+	// Every way out closes the connection: a viewer that left before its
+	// first frames were written kept its socket for the daemon's life.
+	defer conn.CloseNow()
 	conn.SetReadLimit(maxInputFrame)
 	metrics.Get().ConsoleViewers(1)
 	defer metrics.Get().ConsoleViewers(-1)
@@ -194,7 +197,11 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		c.readInput(ctx, conn, s)
 	}()
-	defer wg.Wait()
+	defer func() {
+		cancel()
+		conn.CloseNow() // ends readInput's read, whatever ended the loop
+		wg.Wait()
+	}()
 
 	// A resize (session.resize) sends no byte: the size is looked at on
 	// every wake and every second.
