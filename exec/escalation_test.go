@@ -455,3 +455,18 @@ func TestNoJobLockWhileSignalling(t *testing.T) {
 	defer mu.Unlock()
 	assert.Empty(t, blocked, "the Job's lock was held while these were sent")
 }
+
+// TestFinishedExpireUnasked: on the real clock, finished commands expire
+// after Retain though nothing asks the registry again (they were kept
+// until the next command: 984 MB after a burst of 50 outputs of 20 MB).
+func TestFinishedExpireUnasked(t *testing.T) {
+	reg := trlexec.NewRegistry(trlexec.RegistryOptions{Retain: 100 * time.Millisecond})
+	job := newFakeJob()
+	j, err := trlexec.Start(fakeShell{job}, reg, trlexec.Request{ID: "st-1", SessionID: "s-1", Command: "x", Output: trlexec.NewStream("st-1", "s-1", 0)}, trlexec.Options{})
+	require.NoError(t, err)
+	job.end(session.Status{})
+	<-j.Done()
+	addressable := func() int { _, n, _ := reg.Counts(); return n }
+	require.Equal(t, 1, addressable(), "retained")
+	assert.Eventually(t, func() bool { return addressable() == 0 }, 5*time.Second, 10*time.Millisecond, "expired with nothing asking")
+}

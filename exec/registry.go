@@ -32,6 +32,12 @@ type Registry struct {
 	running  map[string]*Job // by session id
 	finished []finishedJob   // oldest first
 	started  int64
+	// sweep, when armed, expires the finished Jobs once the oldest is
+	// past Retain, whether or not anything asks the registry (a daemon
+	// gone quiet after a burst kept every retained output: 984 MB for 50
+	// of 20 MB). Only on the real clock (realClock).
+	sweep     *time.Timer
+	realClock bool
 }
 
 // finishedJob is a retained Job and when it ended, on the registry's clock.
@@ -45,7 +51,8 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
-	if opts.Now == nil {
+	realClock := opts.Now == nil
+	if realClock {
 		opts.Now = time.Now
 	}
 	if opts.Retain <= 0 {
@@ -54,7 +61,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	if opts.MaxFinished <= 0 {
 		opts.MaxFinished = 256
 	}
-	return &Registry{opts: opts, byID: map[string]*Job{}, running: map[string]*Job{}}
+	return &Registry{opts: opts, byID: map[string]*Job{}, running: map[string]*Job{}, realClock: realClock}
 }
 
 // Options returns the registry's settings, defaults applied.
@@ -90,6 +97,23 @@ func (r *Registry) retain(j *Job) {
 	}
 	r.finished = append(r.finished, finishedJob{j, now})
 	r.expire(now)
+	r.armSweep()
+}
+
+// armSweep arms the sweep for when the oldest finished Job expires,
+// unless it is armed or nothing is retained. Called with mu held.
+func (r *Registry) armSweep() {
+	if !r.realClock || r.sweep != nil || len(r.finished) == 0 {
+		return
+	}
+	wait := max(r.opts.Retain-r.opts.Now().Sub(r.finished[0].at), 0) + time.Millisecond
+	r.sweep = time.AfterFunc(wait, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.sweep = nil
+		r.expire(r.opts.Now())
+		r.armSweep()
+	})
 }
 
 // expire forgets finished Jobs past Retain or beyond MaxFinished. Called
