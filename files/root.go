@@ -176,19 +176,23 @@ func within(p, dir string) bool {
 
 // open opens rel under the root: with openat2 and the root's resolve
 // flags, retrying the EAGAIN the kernel answers when a rename raced the
-// resolution.
+// resolution. As a session's identity, nothing on /proc is opened.
 func (r *root) open(rel string, flags int, mode uint32) (int, error) {
-	flags |= unix.O_CLOEXEC
+	fd, err := r.openat(rel, flags|unix.O_CLOEXEC, mode)
+	if err == nil && asSession() && onProc(fd) {
+		unix.Close(fd)
+		return -1, errProcAsSession
+	}
+	return fd, err
+}
+
+// openat is open's system call: openat2 where the kernel has it.
+func (r *root) openat(rel string, flags int, mode uint32) (int, error) {
 	if r.missing != nil {
 		return -1, r.missing
 	}
 	if !r.openat2 {
-		fd, err := unix.Openat(r.fd, rel, flags, mode)
-		if err == nil && asSession() && onProc(fd) {
-			unix.Close(fd)
-			return -1, errProcAsSession
-		}
-		return fd, err
+		return unix.Openat(r.fd, rel, flags, mode)
 	}
 	how := unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode), Resolve: r.resolve}
 	if flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 {
@@ -196,15 +200,8 @@ func (r *root) open(rel string, flags int, mode uint32) (int, error) {
 	}
 	for i := 0; ; i++ {
 		fd, err := unix.Openat2(r.fd, rel, &how)
-		if err == unix.EAGAIN && i < 16 {
+		if err == unix.EAGAIN && i < 16 || err == unix.EINTR {
 			continue
-		}
-		if err == unix.EINTR {
-			continue
-		}
-		if err == nil && asSession() && onProc(fd) {
-			unix.Close(fd)
-			return -1, errProcAsSession
 		}
 		return fd, err
 	}

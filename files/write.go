@@ -188,6 +188,19 @@ func createTemp(dirfd int, base, abs string) (string, *os.File, error) {
 // MaxHashSize is the largest file if_sha256 is checked on.
 const MaxHashSize = 1 << 30
 
+// hashable says why the file st describes cannot be checked against the
+// if_sha256 want (none when want is empty): only a regular file of at
+// most MaxHashSize bytes is hashed.
+func hashable(abs string, st *unix.Stat_t, want string) error {
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return errorf(ErrInvalid, abs, "%s is not a regular file; if_sha256 is checked on regular files", abs)
+	case want != "" && st.Size > MaxHashSize:
+		return errorf(ErrLimit, abs, "%s is %d bytes; if_sha256 is checked on files up to %d bytes (hashing it would hold the request for long)", abs, st.Size, int64(MaxHashSize))
+	}
+	return nil
+}
+
 func lockCurrent(dirfd int, base, abs, want string) (func(), error) {
 	for {
 		fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
@@ -211,13 +224,9 @@ func lockCurrent(dirfd int, base, abs, want string) (func(), error) {
 			f.Close() // replaced while we waited: lock the new one
 			continue
 		}
-		if held.Mode&unix.S_IFMT != unix.S_IFREG {
+		if err := hashable(abs, &held, want); err != nil {
 			f.Close()
-			return nil, errorf(ErrInvalid, abs, "%s is not a regular file; if_sha256 is checked on regular files", abs)
-		}
-		if want != "" && held.Size > MaxHashSize {
-			f.Close()
-			return nil, errorf(ErrLimit, abs, "%s is %d bytes; if_sha256 is checked on files up to %d bytes (hashing it would hold the request for long)", abs, held.Size, int64(MaxHashSize))
+			return nil, err
 		}
 		if want != "" {
 			h := sha256.New()
@@ -276,8 +285,8 @@ func appendTo(l loc, r io.Reader, o WriteOptions, w *Written) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return errorf(ErrInvalid, l.abs, "%s is not a regular file", l.abs)
 	}
-	if o.IfSHA256 != "" && st.Size > MaxHashSize {
-		return errorf(ErrLimit, l.abs, "%s is %d bytes; if_sha256 is checked on files up to %d bytes", l.abs, st.Size, int64(MaxHashSize))
+	if err := hashable(l.abs, &st, o.IfSHA256); err != nil {
+		return err
 	}
 	if o.IfSHA256 != "" {
 		// An append keeps the file: lock it, and hash what it holds.

@@ -84,11 +84,11 @@ type Caller struct {
 	// toolCallId), makes a retried call share the first call's approval:
 	// a person is never asked twice for one call.
 	ApprovalKey string
-	// InputEnded, set by stdio, closes when its input has ended: nothing
+	// InputEnded, set by stdio, is done once its input has ended: nothing
 	// more can be typed into a command that waits for input. (A socket
 	// connection's end of input is not it: another connection can still
 	// type into a command by exec_id.)
-	InputEnded <-chan struct{}
+	InputEnded context.Context
 }
 
 type callerKey struct{}

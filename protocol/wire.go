@@ -84,11 +84,13 @@ func Decode(msg []byte) (*Request, *Error) {
 		return req, InvalidRequest(`"id" must be a string or a number, got %s`, clip(w.ID))
 	}
 	// After the id is read, so that the answer carries it: a client with
-	// requests in flight could not match an answer with id null.
-	if k, dup := duplicateKey(w.Params); dup {
-		return req, Errorf(CodeInvalidParams, "key %q appears twice in one object of params; send each key once", clipString(k))
-	}
+	// requests in flight could not match an answer with id null. The
+	// message is scanned once; params again only when it holds a
+	// duplicate, to say where.
 	if k, dup := duplicateKey(msg); dup {
+		if pk, inParams := duplicateKey(w.Params); inParams {
+			return req, Errorf(CodeInvalidParams, "key %q appears twice in one object of params; send each key once", clipString(pk))
+		}
 		if k == "id" {
 			req.ID = nil // which one the client meant cannot be told
 		}

@@ -260,23 +260,10 @@ func (rt *Runtime) follow(ctx context.Context, j *exec.Job, st *exec.Stream, r *
 	w := waitWatch{rt: rt, j: j}
 	defer w.stop()
 	// Once the client's input has ended (end of stdin for trl stdio), a
-	// wait told can never be answered:
-	// the stream followed the command for ever, and a request read after
-	// it was never answered. The command is interrupted instead, as
-	// exec.cancel would.
-	var ended context.Context
-	if ch := protocol.CallerFrom(ctx).InputEnded; ch != nil {
-		var stop context.CancelFunc
-		ended, stop = context.WithCancel(context.Background())
-		defer stop()
-		go func() { // ends with the follow (stop) or the input
-			select {
-			case <-ch:
-				stop()
-			case <-ended.Done():
-			}
-		}()
-	}
+	// wait told can never be answered: the stream followed the command
+	// for ever, and a request read after it was never answered. The
+	// command is interrupted instead, as exec.cancel would.
+	ended := protocol.CallerFrom(ctx).InputEnded
 	waitTold := false         // since the command last ran on after a wait
 	var toldInputAt time.Time // the command's last input when the wait was told
 	for {

@@ -112,9 +112,10 @@ type conn struct {
 	// idle hands a request to a worker waiting for one (start).
 	idle    chan *protocol.Request
 	drained chan struct{}
-	// inputEnded closes when reading ends: what runs learns that the
-	// client can type nothing more (protocol.Caller.InputEnded).
-	inputEnded chan struct{}
+	// inputEnded is done when reading ends (endInput): what runs learns
+	// that the client can type nothing more (protocol.Caller.InputEnded).
+	inputEnded context.Context
+	endInput   context.CancelFunc
 
 	wmu  sync.Mutex
 	w    io.Writer
@@ -151,7 +152,8 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		closer: closer,
 	}
 	c.backlog, c.drained = make(chan queued, opts.Backlog), make(chan struct{})
-	c.inputEnded = make(chan struct{})
+	c.inputEnded, c.endInput = context.WithCancel(context.Background())
+	defer c.endInput()
 	c.idle = make(chan *protocol.Request)
 	go c.drain()
 	if opts.Sequential {
@@ -193,7 +195,7 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 	// Told at once: an exec.input read just before the end may still be
 	// on its way (the follow gives it a moment, inputGrace), and waiting
 	// here for it deadlocked when it waited for its command's exit.
-	close(c.inputEnded)
+	c.endInput()
 
 	if opts.Sequential && parent.Err() == nil {
 		// Every request read is answered, in order, before the end.

@@ -30,8 +30,8 @@ type caller struct {
 	log       zerolog.Logger
 	// approver is set when the request carried the approver token.
 	approver bool
-	// inputEnded closes when the connection's input has ended.
-	inputEnded <-chan struct{}
+	// inputEnded is done when the connection's input has ended.
+	inputEnded context.Context
 }
 
 // answer runs one decoded request through h and answers it through out:
