@@ -563,6 +563,12 @@ func TestPendingBytesBounded(t *testing.T) {
 	code, msg := errorOf(m)
 	require.Equal(t, "LIMIT_EXCEEDED", code, msg)
 	<-done
+	// The call's bytes are given back just after its answer is written.
+	require.Eventually(t, func() bool {
+		h.g.mu.Lock()
+		defer h.g.mu.Unlock()
+		return h.g.pending == 0
+	}, 5*time.Second, time.Millisecond)
 	status, _ = h.post(big.with("ctx.toolCallId", "tc-big-2").String())
 	require.Equal(t, http.StatusOK, status, "once the first call ended, a big one is taken")
 }
