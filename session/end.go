@@ -94,6 +94,11 @@ func (s *Session) watchInterrupt(job *Line) {
 	})
 }
 
+// lineFDs is how many descriptors (0-4) the shell must be able to put
+// back after a command line; a limit below it leaves it without some
+// (see checkLimits).
+const lineFDs = 5
+
 // minNoFile is the fewest open files a shell needs to run a command
 // line: bash keeps the fds it saves around redirections at 10 and above.
 const minNoFile = 64
@@ -109,12 +114,52 @@ func (s *Session) checkLimits() error {
 	if err := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &lim); err != nil || lim.Cur >= minNoFile || lim.Cur >= s.noFile.Cur {
 		return nil
 	}
+	if lim.Cur < lineFDs {
+		// The shell could not put back the terminal and the stderr pipe
+		// (fds 3 and 4: zsh, dash) or, for bash, its own 0-2 (the record
+		// then comes on the stderr pipe, strayRecord): every later
+		// command would fail, silently. Restoring the limit cannot give
+		// them back.
+		return lostDescriptors(lim.Cur)
+	}
 	want := s.noFile
 	if err := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, &want, nil); err == nil {
 		s.log.Info().Uint64("was", lim.Cur).Msg("a command lowered the shell's open-file limit; restored")
 		return nil
 	}
 	return fmt.Errorf("%w: a command lowered the shell's open-file limit to %d (ulimit -n), too few to run commands; ended", ErrUnresponsive, lim.Cur)
+}
+
+// lostDescriptors is the cause of a session whose shell could not put
+// back the descriptors its command line moved, its limit being limit.
+func lostDescriptors(limit uint64) error {
+	return fmt.Errorf("%w: a command lowered the shell's open-file limit to %d (ulimit -n), below the %d descriptors the shell must put back after each command; it lost them and was ended", ErrUnresponsive, limit, lineFDs)
+}
+
+// strayRecord looks for the shell's own prompt record in p, bytes from
+// the stderr pipe: one there means the shell's stderr is still the
+// command's, which happens only when it could not put back its own
+// descriptors after a line (bash after `ulimit -n 3`, which then reads
+// its commands from the terminal). The session cannot run another
+// command and is ended; what p holds from the record on is not the
+// command's and is dropped. Only a record as the shell expands it counts
+// (numbers for the sequence and status): a listing of the shell's
+// variables shows PS1 unexpanded. Called with ioMu held.
+func (s *Session) strayRecord(p []byte) []byte {
+	recs, at := s.stray.scan(p)
+	if len(recs) == 0 {
+		return p
+	}
+	var lim unix.Rlimit
+	if err := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &lim); err == nil && lim.Cur < lineFDs {
+		s.endWith(lostDescriptors(lim.Cur))
+	} else {
+		s.endWith(fmt.Errorf("%w: the shell printed its prompt on a command's stderr, so it lost its own descriptors, and was ended", ErrUnresponsive))
+	}
+	if at >= 0 {
+		return p[:at]
+	}
+	return p
 }
 
 // dropAfter is how long a line whose start record has not come may

@@ -385,6 +385,13 @@ func TestHostileShellState(t *testing.T) {
 		{"set -o vi", ""},
 		{"set -n", "set -n"},
 		{"ulimit -n 5", "ulimit -n"},
+		// Below 5 the shell cannot put back the descriptors its line
+		// moved: bash then read its commands from the terminal and
+		// printed its prompt record on the command's stderr (waiting
+		// for input for ever); zsh lost fds 3 and 4 and answered every
+		// later command exit 1, silently.
+		{"ulimit -n 4", "ulimit -n"},
+		{"ulimit -n 3", "ulimit -n"},
 		{"kill -STOP $$", "stopped"},
 		{"suspend -f 2>/dev/null", "stopped"},
 	}
@@ -606,4 +613,57 @@ func TestReplacedSeesAnExec(t *testing.T) {
 		m.Destroy(s.ID(), true)
 		<-j.Done()
 	}
+}
+
+// TestStrayRecordScan: the stderr pipe's scan finds the shell's prompt
+// record however the pipe's reads split it, says where it began, and does
+// not take PS1 as a variable listing shows it (dash's `set`) for one.
+func TestStrayRecordScan(t *testing.T) {
+	const nonce = "0123456789abcdef"
+	rec := recordPrefix(nonce) + "7:0:himBHs:/tmp" + recordSuffix(nonce)
+	listing := "PS1='" + recordPrefix(nonce) + "$_trl" + nonce + "n:${_trl" + nonce + "s:-$?}:$-:$PWD" + recordSuffix(nonce) + "'\n"
+	for _, tc := range []struct {
+		name   string
+		chunks []string
+		found  bool
+		at     int // where, in the chunk it was found in, it began
+	}{
+		{"whole", []string{"bash: 15: Bad file descriptor\n" + rec}, true, 30},
+		{"split in the prefix", []string{"err\n" + rec[:3], rec[3:]}, true, -1},
+		{"split in the body", []string{rec[:len(rec)-5], rec[len(rec)-5:]}, true, -1},
+		{"a byte at a time", strings.Split(rec, ""), true, -1},
+		{"a listing of PS1", []string{listing}, false, -1},
+		{"plain stderr", []string{"no such file\n", "\x1e", "TRL:other:1:0::/\x1fother\x1f"}, false, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rp := newRecordParser(nonce)
+			var recs []record
+			at := -1
+			for _, c := range tc.chunks {
+				var r []record
+				r, at = rp.scan([]byte(c))
+				recs = append(recs, r...)
+			}
+			if !tc.found {
+				assert.Empty(t, recs)
+				return
+			}
+			require.Len(t, recs, 1)
+			assert.Equal(t, int64(7), recs[0].seq)
+			assert.Equal(t, tc.at, at)
+		})
+	}
+}
+
+// TestStrayRecordScanHoldsLittle: between records the scan holds at most
+// what could begin one.
+func TestStrayRecordScanHoldsLittle(t *testing.T) {
+	rp := newRecordParser("0123456789abcdef")
+	rp.scan([]byte("x\x1eTRL:0123"))
+	assert.Equal(t, "\x1eTRL:0123", string(rp.buf))
+	rp.scan([]byte("Z and more stderr\n"))
+	assert.Empty(t, rp.buf, "a prefix broken off is not kept")
+	rp.scan([]byte("\x1e"))
+	rp.scan([]byte("TRL:0123456789abcdef:unfinished"))
+	assert.Equal(t, "\x1eTRL:0123456789abcdef:unfinished", string(rp.buf), "a record begun is kept")
 }

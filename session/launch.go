@@ -41,6 +41,7 @@ func launchSession(id string, cfg Config, opts Options, log zerolog.Logger, l *l
 		lease:    l,
 		limits:   cfg.Limits,
 	}
+	s.stray = newRecordParser(s.nonce)
 	s.ended, s.endSession = context.WithCancelCause(context.Background())
 	s.sendsDone = sync.NewCond(&s.mu)
 	s.lastUsed = s.created

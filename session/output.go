@@ -18,7 +18,7 @@ import (
 // completions.
 func (s *Session) readControl() {
 	defer s.readers.Done()
-	rp := recordParser{prefix: []byte(recordPrefix(s.nonce)), suffix: []byte(recordSuffix(s.nonce))}
+	rp := newRecordParser(s.nonce)
 	buf := make([]byte, 512) // records are short; this is held while idle
 	first := true
 	for {
@@ -148,6 +148,11 @@ var readBufs = sync.Pool{New: func() any {
 // Secrets are masked first (mask.go), so that nothing downstream sees
 // them; a tail that could start one is held back in s.held.
 func (s *Session) deliver(stream Stream, p []byte) {
+	if stream == Stderr {
+		if p = s.strayRecord(p); len(p) == 0 {
+			return
+		}
+	}
 	if len(s.secrets) > 0 || len(s.held[stream]) > 0 {
 		p, s.held[stream] = s.secrets.mask(s.held[stream], p, false)
 		if len(p) == 0 {

@@ -111,6 +111,9 @@ type Session struct {
 	// could begin one, not yet handed on (mask.go). Guarded by ioMu.
 	secrets secretSet
 	held    [2][]byte
+	// stray finds the shell's own prompt record on the stderr pipe
+	// (strayRecord). Guarded by ioMu.
+	stray recordParser
 	// typed is what a person typed so far on the line of a password
 	// prompt (WriteTyped).
 	typedMu sync.Mutex

@@ -458,6 +458,11 @@ type recordParser struct {
 	buf            []byte
 }
 
+// newRecordParser finds the records of the session whose nonce it is.
+func newRecordParser(nonce string) recordParser {
+	return recordParser{prefix: []byte(recordPrefix(nonce)), suffix: []byte(recordSuffix(nonce))}
+}
+
 // feed appends p and returns the complete records found and any noise.
 func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
 	rp.buf = append(rp.buf, p...)
@@ -503,6 +508,51 @@ func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
 		recs = append(recs, r)
 	}
 }
+
+// scan is feed for a stream other than the control pipe (see
+// strayRecord): it keeps no noise, and copies only what may begin a
+// record, so a stream without one costs a search per chunk. It returns
+// the valid records found and where in p the first one begins (-1: none
+// began in p).
+func (rp *recordParser) scan(p []byte) (recs []record, at int) {
+	at = -1
+	if len(rp.buf) == 0 {
+		i := bytes.Index(p, rp.prefix)
+		if i < 0 {
+			rp.buf = append(rp.buf, rp.prefixStart(p)...)
+			return nil, -1
+		}
+		at, p = i, p[i:]
+	}
+	all, _ := rp.feed(p)
+	for _, r := range all {
+		if r.valid && !r.start {
+			recs = append(recs, r)
+		}
+	}
+	switch {
+	case len(rp.buf) > maxStrayRecord:
+		rp.buf = rp.buf[:0] // too long to be a record: not one
+	case !bytes.HasPrefix(rp.buf, rp.prefix):
+		// feed keeps a tail as long as the prefix; keep only what can
+		// begin one, so that the next chunk is searched, not copied.
+		rp.buf = append(rp.buf[:0], rp.prefixStart(rp.buf)...)
+	}
+	return recs, at
+}
+
+// prefixStart is the end of p that could begin a record's prefix.
+func (rp *recordParser) prefixStart(p []byte) []byte {
+	tail := p[max(0, len(p)-len(rp.prefix)+1):]
+	if j := bytes.LastIndexByte(tail, rp.prefix[0]); j >= 0 && bytes.HasPrefix(rp.prefix, tail[j:]) {
+		return tail[j:]
+	}
+	return nil
+}
+
+// maxStrayRecord bounds what scan holds of a possible record: a prompt
+// record is its fields and a cwd (at most PATH_MAX).
+const maxStrayRecord = 8 << 10
 
 // sortedEnv returns env's pairs sorted by name, for a stable command line.
 func sortedEnv(env map[string]string) [][2]string {
