@@ -65,6 +65,17 @@ func (c *Collector) Output(s session.Stream, p []byte) {
 // finish implements Store: a Collector has nothing to flush.
 func (c *Collector) finish(Exit) {}
 
+// retained implements Store.
+func (c *Collector) retained() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, st := range c.streams {
+		n += cap(st.head) + cap(st.tail.buf)
+	}
+	return n
+}
+
 // Output is what a Collector kept.
 type Output struct {
 	Stdout, Stderr           []byte

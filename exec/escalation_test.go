@@ -1,6 +1,7 @@
 package exec_test
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"testing"
@@ -469,4 +470,31 @@ func TestFinishedExpireUnasked(t *testing.T) {
 	addressable := func() int { _, n, _ := reg.Counts(); return n }
 	require.Equal(t, 1, addressable(), "retained")
 	assert.Eventually(t, func() bool { return addressable() == 0 }, 5*time.Second, 10*time.Millisecond, "expired with nothing asking")
+}
+
+// TestFinishedBoundedByBytes: finished commands' output kept in memory is
+// bounded in bytes, not only in number: the oldest are forgotten once
+// together they hold more than MaxRetainedBytes (256 retained streams of
+// 8 MiB held 2.9 GB). The newest is kept whatever its size.
+func TestFinishedBoundedByBytes(t *testing.T) {
+	reg := trlexec.NewRegistry(trlexec.RegistryOptions{MaxRetainedBytes: 10 << 10, Now: time.Now})
+	finish := func(id string, out []byte, store trlexec.Store) {
+		job := newFakeJob()
+		j, err := trlexec.Start(fakeShell{job}, reg, trlexec.Request{ID: id, SessionID: "s-" + id, Command: "x", Output: store}, trlexec.Options{})
+		require.NoError(t, err)
+		store.Output(session.Stdout, out)
+		job.end(session.Status{})
+		<-j.Done()
+	}
+	kept := func(id string) bool { _, err := reg.Get(id); return err == nil }
+	four := bytes.Repeat([]byte("x"), 4<<10)
+	finish("st-1", four, trlexec.NewStream("st-1", "s-st-1", 0))
+	finish("x-2", four, trlexec.NewCollector(0))
+	assert.True(t, kept("st-1") && kept("x-2"), "8 KiB of 10 KiB")
+	finish("st-3", four, trlexec.NewStream("st-3", "s-st-3", 0))
+	assert.False(t, kept("st-1"), "12 KiB: the oldest goes")
+	assert.True(t, kept("x-2") && kept("st-3"))
+	finish("st-4", bytes.Repeat([]byte("y"), 20<<10), trlexec.NewStream("st-4", "s-st-4", 0))
+	assert.False(t, kept("x-2") || kept("st-3"), "the newest alone is over the bound")
+	assert.True(t, kept("st-4"), "the newest is kept whatever its size")
 }

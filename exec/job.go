@@ -137,6 +137,8 @@ type Store interface {
 	Since(s session.Stream, offset int64, limit int) Slice
 	// finish is called once, at the end, before Done closes.
 	finish(x Exit)
+	// retained is the memory the output holds, in bytes.
+	retained() int
 }
 
 // Slice is a part of one stream's output, as a status carries it.

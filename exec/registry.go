@@ -14,6 +14,11 @@ type RegistryOptions struct {
 	Retain time.Duration
 	// MaxFinished caps finished commands kept (256); the oldest go first.
 	MaxFinished int
+	// MaxRetainedBytes caps the memory finished commands' output holds
+	// together (256 MiB); the oldest go first, the newest is kept
+	// whatever its size. Without it 256 finished streams of a full 8 MiB
+	// window each held 2.9 GB.
+	MaxRetainedBytes int64
 	// Now is the clock retention is measured by (nil: time.Now); tests
 	// drive expiry with their own instead of sleeping.
 	Now func() time.Time
@@ -31,6 +36,8 @@ type Registry struct {
 	byID     map[string]*Job
 	running  map[string]*Job // by session id
 	finished []finishedJob   // oldest first
+	// finishedBytes is what the finished Jobs' output holds.
+	finishedBytes int64
 	started  int64
 	// sweep, when armed, expires the finished Jobs once the oldest is
 	// past Retain, whether or not anything asks the registry (a daemon
@@ -40,10 +47,12 @@ type Registry struct {
 	realClock bool
 }
 
-// finishedJob is a retained Job and when it ended, on the registry's clock.
+// finishedJob is a retained Job, when it ended, on the registry's clock,
+// and the memory its output holds.
 type finishedJob struct {
-	j  *Job
-	at time.Time
+	j     *Job
+	at    time.Time
+	bytes int64
 }
 
 // NewRegistry returns an empty registry.
@@ -60,6 +69,9 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	}
 	if opts.MaxFinished <= 0 {
 		opts.MaxFinished = 256
+	}
+	if opts.MaxRetainedBytes <= 0 {
+		opts.MaxRetainedBytes = DefaultMaxRetained
 	}
 	return &Registry{opts: opts, byID: map[string]*Job{}, running: map[string]*Job{}, realClock: realClock}
 }
@@ -95,7 +107,9 @@ func (r *Registry) retain(j *Job) {
 	if r.running[j.sessionID] == j {
 		delete(r.running, j.sessionID)
 	}
-	r.finished = append(r.finished, finishedJob{j, now})
+	held := int64(j.out.retained()) // the output is whole: the Job ended
+	r.finished = append(r.finished, finishedJob{j, now, held})
+	r.finishedBytes += held
 	r.expire(now)
 	r.armSweep()
 }
@@ -116,14 +130,16 @@ func (r *Registry) armSweep() {
 	})
 }
 
-// expire forgets finished Jobs past Retain or beyond MaxFinished. Called
-// with mu held.
+// expire forgets finished Jobs past Retain or beyond MaxFinished or
+// MaxRetainedBytes, oldest first. Called with mu held.
 func (r *Registry) expire(now time.Time) {
 	n := 0
-	for n < len(r.finished) && (len(r.finished)-n > r.opts.MaxFinished || now.Sub(r.finished[n].at) > r.opts.Retain) {
+	for n < len(r.finished) && (len(r.finished)-n > r.opts.MaxFinished || now.Sub(r.finished[n].at) > r.opts.Retain ||
+		(r.finishedBytes > r.opts.MaxRetainedBytes && n < len(r.finished)-1)) {
 		if old := r.finished[n].j; r.byID[old.id] == old {
 			delete(r.byID, old.id)
 		}
+		r.finishedBytes -= r.finished[n].bytes
 		n++
 	}
 	if n > 0 {
@@ -139,7 +155,7 @@ func (r *Registry) Get(id string) (*Job, error) {
 	if j, ok := r.byID[id]; ok {
 		return j, nil
 	}
-	return nil, errorf(ErrStreamNotFound, "no command with exec_id %q; finished commands are kept %s (at most %d); exec.list shows them", clipID(id), r.opts.Retain, r.opts.MaxFinished)
+	return nil, errorf(ErrStreamNotFound, "no command with exec_id %q; finished commands are kept %s (at most %d, and %d MiB of their output); exec.list shows them", clipID(id), r.opts.Retain, r.opts.MaxFinished, r.opts.MaxRetainedBytes>>20)
 }
 
 // Stream finds the window of a running or retained exec.stream command
@@ -154,7 +170,7 @@ func (r *Registry) Stream(id string) (*Stream, error) {
 		}
 		return nil, errorf(ErrInvalid, "%s was started by exec.run, not exec.stream: read it with exec.read {\"exec_id\": %q}", j.id, j.id)
 	}
-	return nil, errorf(ErrStreamNotFound, "no stream %q; finished streams are kept for %s (at most %d)", clipID(id), r.opts.Retain, r.opts.MaxFinished)
+	return nil, errorf(ErrStreamNotFound, "no stream %q; finished streams are kept for %s (at most %d, and %d MiB of their output)", clipID(id), r.opts.Retain, r.opts.MaxFinished, r.opts.MaxRetainedBytes>>20)
 }
 
 // Running returns the Job running in the session, or nil.

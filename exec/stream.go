@@ -12,6 +12,10 @@ import (
 // DefaultWindow is how many bytes of recent output a stream retains.
 const DefaultWindow = 8 << 20
 
+// DefaultMaxRetained is the memory finished commands' output may hold
+// together by default (RegistryOptions.MaxRetainedBytes).
+const DefaultMaxRetained = 256 << 20
+
 // maxChunk caps the data of one notification: consecutive chunks of one
 // stream are merged up to it for a reader that is behind.
 const maxChunk = 64 << 10
@@ -102,6 +106,13 @@ func (s *Stream) store(st session.Stream, p []byte) {
 		s.first++
 	}
 	s.signal()
+}
+
+// retained implements Store.
+func (s *Stream) retained() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
 }
 
 func (s *Stream) signal() {

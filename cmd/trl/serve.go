@@ -29,6 +29,7 @@ type limits struct {
 	streamWindow    int
 	streamRetain    time.Duration
 	maxStreams      int
+	maxRetained     int64
 	auditLog        string
 	isolate         isolateFlags
 	policyFile      string
@@ -47,6 +48,7 @@ func (l *limits) register(fs *flag.FlagSet) {
 	fs.IntVar(&l.streamWindow, "stream-window", exec.DefaultWindow, "bytes of recent output each exec.stream keeps for slow or returning readers")
 	fs.DurationVar(&l.streamRetain, "stream-retain", 10*time.Minute, "how long a finished stream stays readable by exec.read and exec.attach")
 	fs.IntVar(&l.maxStreams, "max-streams", 256, "most finished streams kept")
+	fs.Int64Var(&l.maxRetained, "max-retained-bytes", exec.DefaultMaxRetained, "most bytes of output all finished commands keep together in memory; the oldest are forgotten first, the newest always kept")
 	fs.StringVar(&l.auditLog, "audit-log", "", "also append the audit trail (one JSON line per command) to this file")
 	fs.StringVar(&l.policyFile, "policy", "", "check every command line against this policy file (YAML: allow, deny, or ask a person); SIGHUP reloads it")
 	fs.DurationVar(&l.approvalTimeout, "approval-timeout", approval.DefaultTimeout, "a command awaiting approval is denied when no one decides within this (fail-closed)")
@@ -86,7 +88,7 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 		Policy:    pol,
 		Approvals: approvals,
 		Sessions:  session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso, Limits: lims},
-		Commands:  exec.RegistryOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams},
+		Commands:  exec.RegistryOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams, MaxRetainedBytes: l.maxRetained},
 		Logger:    log,
 		TransportLimits: map[string]int64{
 			"max_message_bytes":     int64(l.maxMessageBytes),
