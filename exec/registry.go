@@ -38,7 +38,7 @@ type Registry struct {
 	finished []finishedJob   // oldest first
 	// finishedBytes is what the finished Jobs' output holds.
 	finishedBytes int64
-	started  int64
+	started       int64
 	// sweep, when armed, expires the finished Jobs once the oldest is
 	// past Retain, whether or not anything asks the registry (a daemon
 	// gone quiet after a burst kept every retained output: 984 MB for 50
