@@ -147,14 +147,14 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 	// until event returns before the end (SPEC §8).
 	ev := rt.await(ctx, c, u, yield)
 	if rt.shuttingDown() {
-		return protocol.ExecStatus{}, session.ErrShuttingDown
+		return protocol.ExecStatus{}, endedByShutdown(c)
 	}
 	if ev.reason != protocol.ReasonExit {
 		return rt.status(c, ev, p.Render, true), nil
 	}
 	<-c.Done()
 	if rt.shuttingDown() {
-		return protocol.ExecStatus{}, session.ErrShuttingDown
+		return protocol.ExecStatus{}, endedByShutdown(c)
 	}
 	x, _ := c.Exit()
 	var res protocol.ExecStatus
@@ -605,3 +605,10 @@ func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) 
 // cancelled waits for that one to end, rather than being told at once
 // that the session is busy (launch).
 const cancelGrace = time.Second
+
+// endedByShutdown is the answer to an exec.run whose command the daemon's
+// shutdown ended: SHUTTING_DOWN, saying that the command had started, so
+// that a client does not take a retry for safe (it may have run in part).
+func endedByShutdown(c *exec.Job) error {
+	return protocol.Errorf(protocol.CodeShuttingDown, "the daemon is shutting down; command %s was ended before its answer and may have run in part; check its effects before you run it again against a running daemon", c.ID())
+}

@@ -296,6 +296,7 @@ func TestShutdownEndsSessions(t *testing.T) {
 	case r := <-pending:
 		assert.Equal(t, false, r["ok"])
 		assert.Equal(t, "SHUTTING_DOWN", r["error"].(map[string]any)["code"])
+		assert.Contains(t, r["error"].(map[string]any)["message"], "may have run in part", "a retry is not safe without a look")
 	case <-time.After(2 * time.Second):
 		t.Error("the in-flight exec.run got no answer at shutdown")
 	}
