@@ -45,6 +45,8 @@ func serve[R any](rt *Runtime, ctx context.Context, method string, f func() (R, 
 	rt.calls.Add(1)
 	rt.mu.Unlock()
 	defer rt.calls.Done()
+	rt.opts.Procs.Enter()
+	defer rt.opts.Procs.Leave()
 	return f()
 }
 

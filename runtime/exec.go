@@ -239,7 +239,7 @@ func (rt *Runtime) execStream(ctx context.Context, p protocol.ExecParams) (proto
 	}
 	reader := st.NewReader(0, 0)
 	return protocol.ExecStreamStarted{StreamID: st.ID, SessionID: s.ID(), ExecID: st.ID},
-		func(ctx context.Context, emit protocol.Emitter) error { return rt.follow(ctx, job, st, reader, emit) }, nil
+		rt.followFunc(job, st, reader), nil
 }
 
 // inputGrace is how long after the client's input ended a stream waits
@@ -560,7 +560,7 @@ func (rt *Runtime) execAttach(ctx context.Context, p protocol.ExecAttachParams) 
 	reader := st.NewReader(p.Offset, p.StderrOffset)
 	_, finished := st.Done()
 	return protocol.ExecAttachResult{StreamID: st.ID, SessionID: st.SessionID, Offset: p.Offset, StderrOffset: p.StderrOffset, Running: !finished},
-		func(ctx context.Context, emit protocol.Emitter) error { return rt.follow(ctx, job, st, reader, emit) }, nil
+		rt.followFunc(job, st, reader), nil
 }
 
 // ExecCancel is the typed execCancel.
@@ -611,4 +611,15 @@ const cancelGrace = time.Second
 // that a client does not take a retry for safe (it may have run in part).
 func endedByShutdown(c *exec.Job) error {
 	return protocol.Errorf(protocol.CodeShuttingDown, "the daemon is shutting down; command %s was ended before its answer and may have run in part; check its effects before you run it again against a running daemon", c.ID())
+}
+
+// followFunc is the Follow of a stream: its output and exit, delivered to
+// the client by rt.follow. Its reader and the session's pump run side by
+// side, so while it runs the process has every P (internal/procs).
+func (rt *Runtime) followFunc(job *exec.Job, st *exec.Stream, reader *exec.Reader) protocol.Follow {
+	return func(ctx context.Context, emit protocol.Emitter) error {
+		rt.opts.Procs.EnterStream()
+		defer rt.opts.Procs.LeaveStream()
+		return rt.follow(ctx, job, st, reader, emit)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/trl-project/trl/exec"
 	"github.com/trl-project/trl/files"
 	"github.com/trl-project/trl/internal/callbacks"
+	"github.com/trl-project/trl/internal/procs"
 	"github.com/trl-project/trl/policy"
 	"github.com/trl-project/trl/session"
 )
@@ -38,6 +39,11 @@ type Options struct {
 	TransportLimits map[string]int64
 	// Files is the file tree fs.* works on (--fs-root); nil: all of it.
 	Files *files.FS
+	// Procs, when set, narrows the process to one P while calls come one
+	// at a time (internal/procs). The daemon sets it; a runtime inside
+	// another program (a test, the bench's in-process layer) must not,
+	// since it changes the whole process's GOMAXPROCS.
+	Procs *procs.Governor
 }
 
 // Runtime is the method table.
@@ -90,6 +96,7 @@ func New(opts Options) *Runtime {
 // until ctx ends.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	rt.BeginShutdown()
+	rt.opts.Procs.Stop() // ending every session at once is parallel work
 	if rt.opts.Approvals != nil {
 		// Commands awaiting a person end denied: nobody will decide now.
 		rt.opts.Approvals.Close()

@@ -175,7 +175,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		pts.Close()
 		return err
 	}
-	cmdW, cmdR, err := shellChannel(false)
+	cmdW, cmdR, err := shellChannel()
 	if err != nil {
 		ptm.Close()
 		pts.Close()
@@ -377,25 +377,24 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 // The control channel (the shell's fds 1 and 2) stays a pipe: a socket
 // there too costs about 5 µs more per command (BENCHMARKS.md), and what a
 // command can write to it is records about its own session's commands,
-// which it could mislead about in other ways. The daemon's end is
-// non-blocking, for Go's poller; each end is shut down for the direction
-// it does not use.
-func shellChannel(daemonReads bool) (daemon, shell *os.File, err error) {
+// which it could mislead about in other ways. Each end is shut down for
+// the direction it does not use.
+//
+// The daemon's end stays blocking, out of Go's poller: the poller watches
+// every fd it holds for writability too, and each line the shell read
+// from a socket told it so (the kernel wakes a socket's waiters for
+// write space whenever its peer reads), waking a daemon thread for
+// nothing on every command, just as the shell began to run it. The
+// daemon writes a line only to a shell waiting for one, and a line never
+// fills the socket's buffer before the shell reads it; a shell that ends
+// fails the write (EPIPE).
+func shellChannel() (daemon, shell *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("make a channel to the shell: %w", err)
 	}
-	ours, theirs := unix.SHUT_WR, unix.SHUT_RD
-	if !daemonReads {
-		ours, theirs = theirs, ours
-	}
-	unix.Shutdown(fds[0], ours)
-	unix.Shutdown(fds[1], theirs)
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
-		return nil, nil, fmt.Errorf("make a channel to the shell: %w", err)
-	}
+	unix.Shutdown(fds[0], unix.SHUT_RD)
+	unix.Shutdown(fds[1], unix.SHUT_WR)
 	return os.NewFile(uintptr(fds[0]), "trl-channel"), os.NewFile(uintptr(fds[1]), "shell-channel"), nil
 }
 

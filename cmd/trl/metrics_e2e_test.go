@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +187,40 @@ func TestReadyzAtTheLimitEndToEnd(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, readyz())
 	data(t, c.call("session.destroy", map[string]any{"session_id": sid}))
 	assert.Equal(t, http.StatusOK, readyz())
+}
+
+// TestOnePWhileOneRequestRuns: the daemon runs on one P while requests come
+// one at a time (internal/procs), takes every P back while a stream is
+// followed or requests overlap, and narrows again once they are over, as
+// its own go_sched_gomaxprocs_threads says.
+func TestOnePWhileOneRequestRuns(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: the daemon has nothing to narrow")
+	}
+	d := startDaemonEnv(t, []string{"GOMAXPROCS="}, "--metrics", "127.0.0.1:0")
+	if !strings.Contains(d.stderr.String(), "one processor while requests come one at a time") {
+		t.Skipf("the daemon has one P to begin with (a CPU quota?), nothing to narrow: %s", d.stderr)
+	}
+	m := metricsAddrRE.FindStringSubmatch(d.stderr.String())
+	require.NotNil(t, m, "no metrics address in the log: %s", d.stderr)
+	procs := func() float64 {
+		fams, _ := scrapeMetrics(t, "http://"+m[1]+"/metrics", nil)
+		return sample(fams, "go_sched_gomaxprocs_threads", nil)
+	}
+	c := dial(t, d.socket)
+	for range 5 {
+		data(t, c.call("exec.run", map[string]any{"command": "true"}))
+	}
+	assert.Equal(t, 1.0, procs(), "one P for requests one at a time")
+
+	data(t, c.call("exec.stream", map[string]any{"command": "sleep 1.5"}))
+	assert.Greater(t, procs(), 1.0, "every P while a stream is followed")
+	require.Eventually(t, func() bool { return procs() == 1 }, 15*time.Second, 50*time.Millisecond, "one P again after the stream and a quiet second")
+
+	slow := c.send("exec.run", map[string]any{"command": "sleep 1"})
+	time.Sleep(200 * time.Millisecond)
+	data(t, c.call("system.ping", nil)) // a second request while the first runs
+	assert.Greater(t, procs(), 1.0, "every P once two requests overlap")
+	<-slow
+	require.Eventually(t, func() bool { return procs() == 1 }, 15*time.Second, 50*time.Millisecond)
 }

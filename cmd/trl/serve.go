@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/trl-project/trl/approval"
 	"github.com/trl-project/trl/exec"
+	"github.com/trl-project/trl/internal/procs"
 	"github.com/trl-project/trl/policy"
 	"github.com/trl-project/trl/runtime"
 	"github.com/trl-project/trl/session"
@@ -83,6 +84,10 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	gov := procs.New(procs.DefaultQuiet)
+	if gov != nil {
+		log.Debug().Int("max_procs", gov.Wide()).Msg("one processor while requests come one at a time, all of them for overlapping work")
+	}
 	opts := runtime.Options{
 		Files:     fsys,
 		Policy:    pol,
@@ -90,6 +95,7 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 		Sessions:  session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso, Limits: lims},
 		Commands:  exec.RegistryOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams, MaxRetainedBytes: l.maxRetained},
 		Logger:    log,
+		Procs:     gov,
 		TransportLimits: map[string]int64{
 			"max_message_bytes":     int64(l.maxMessageBytes),
 			"max_inflight_per_conn": int64(l.maxInFlight),
