@@ -52,7 +52,18 @@ func (rt *Runtime) launch(ctx context.Context, s *session.Session, r exec.Reques
 	}
 	r.Session, r.SessionID = s, s.ID()
 	r.Actor = protocol.CallerFrom(ctx).Actor
+	// Commands running in several sessions at once have their output
+	// read side by side: the process has every P (internal/procs).
+	rt.opts.Procs.EnterCommand()
+	counted := onExit
+	onExit = func(j *exec.Job, x exec.Exit) {
+		rt.opts.Procs.LeaveCommand()
+		counted(j, x)
+	}
 	j, err := exec.Start(exec.InSession(s), rt.jobs, r, exec.Options{OnExit: onExit, Ended: rt.commandEnded})
+	if err != nil {
+		rt.opts.Procs.LeaveCommand()
+	}
 	if err != nil && gate != nil {
 		// It never started (the session ended or was taken meanwhile):
 		// the approval is withdrawn rather than left for a person.

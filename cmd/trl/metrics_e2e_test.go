@@ -223,4 +223,13 @@ func TestOnePWhileOneRequestRuns(t *testing.T) {
 	assert.Greater(t, procs(), 1.0, "every P once two requests overlap")
 	<-slow
 	require.Eventually(t, func() bool { return procs() == 1 }, 15*time.Second, 50*time.Millisecond)
+
+	// Commands left running in two sessions (each exec.run yielded): no
+	// request is in flight, but two sessions' output is read at once.
+	for range 2 {
+		s := data(t, c.call("session.create", nil))
+		data(t, c.call("exec.run", map[string]any{"session_id": s["session_id"], "command": "sleep 1.5", "yield_ms": 100}))
+	}
+	assert.Greater(t, procs(), 1.0, "every P while commands run in two sessions")
+	require.Eventually(t, func() bool { return procs() == 1 }, 15*time.Second, 50*time.Millisecond)
 }

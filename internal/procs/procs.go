@@ -10,9 +10,10 @@
 // an exec.run's latency (BENCHMARKS.md, "one P while one request runs").
 // With one P a hand-off stays on the thread that made it.
 //
-// Parallel work gets every P back at once: a second request in flight, or
-// a stream being followed (its reader and its writer to the client run side
-// by side). The Governor narrows again only after a quiet period with
+// Parallel work gets every P back at once: a second request in flight, a
+// second command running (each session's output is read by its own
+// goroutine), or a stream being followed (its reader and its writer to the
+// client run side by side). The Governor narrows again only after a quiet period with
 // neither, so a burst of parallel clients does not flap between the two.
 package procs
 
@@ -35,10 +36,9 @@ type Governor struct {
 	set   func(n int) int  // runtime.GOMAXPROCS
 	now   func() time.Time // time.Now
 
-	mu      sync.Mutex
-	calls   int  // requests in flight
-	streams int  // streams being followed
-	narrow  bool // GOMAXPROCS is 1
+	mu     sync.Mutex
+	count  [kinds]int // work in flight, by kind
+	narrow bool       // GOMAXPROCS is 1
 	// busyAt is when work last overlapped (or stopped overlapping).
 	busyAt  time.Time
 	timer   *time.Timer // armed to narrow; nil when not
@@ -73,18 +73,32 @@ func newGovernor(wide int, quiet time.Duration, set func(int) int, now func() ti
 // Wide is the GOMAXPROCS the Governor gives overlapping work.
 func (g *Governor) Wide() int { return g.wide }
 
+// The kinds of work counted.
+const (
+	calls    = iota // requests in flight
+	commands        // commands running
+	streams         // streams being followed
+	kinds
+)
+
 // Enter counts a request that begins; Leave, one that ended.
-func (g *Governor) Enter() { g.change(1, 0) }
+func (g *Governor) Enter() { g.change(calls, 1) }
 
 // Leave counts a request that ended.
-func (g *Governor) Leave() { g.change(-1, 0) }
+func (g *Governor) Leave() { g.change(calls, -1) }
+
+// EnterCommand counts a command that starts; LeaveCommand, one that ended.
+func (g *Governor) EnterCommand() { g.change(commands, 1) }
+
+// LeaveCommand counts a command that ended.
+func (g *Governor) LeaveCommand() { g.change(commands, -1) }
 
 // EnterStream counts a stream whose output is being followed; LeaveStream,
 // one no longer followed.
-func (g *Governor) EnterStream() { g.change(0, 1) }
+func (g *Governor) EnterStream() { g.change(streams, 1) }
 
 // LeaveStream counts a stream no longer followed.
-func (g *Governor) LeaveStream() { g.change(0, -1) }
+func (g *Governor) LeaveStream() { g.change(streams, -1) }
 
 // Stop gives the process every P back for good (at shutdown).
 func (g *Governor) Stop() {
@@ -106,17 +120,20 @@ func (g *Governor) Stop() {
 
 // overlapping reports whether work in flight can use more than one P.
 // Called with mu held.
-func (g *Governor) overlapping() bool { return g.calls > 1 || g.streams > 0 }
+func (g *Governor) overlapping() bool {
+	return g.count[calls] > 1 || g.count[commands] > 1 || g.count[streams] > 0
+}
 
-func (g *Governor) change(calls, streams int) {
+// change adds delta to the count of kind and widens or arms the
+// narrowing as the work in flight now says.
+func (g *Governor) change(kind, delta int) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	was := g.overlapping()
-	g.calls += calls
-	g.streams += streams
+	g.count[kind] += delta
 	if g.stopped {
 		return
 	}

@@ -55,6 +55,8 @@ func TestOneRequestAtATimeStaysNarrow(t *testing.T) {
 	assert.Equal(t, 1, f.get(), "narrow from the start")
 	for range 100 {
 		g.Enter()
+		g.EnterCommand()
+		g.LeaveCommand()
 		g.Leave()
 	}
 	time.Sleep(2 * quiet)
@@ -71,6 +73,7 @@ func TestOverlapWidensAtOnce(t *testing.T) {
 		enter, leave func(*Governor)
 	}{
 		{"a second request", func(g *Governor) { g.Enter(); g.Enter() }, func(g *Governor) { g.Leave(); g.Leave() }},
+		{"a second command", func(g *Governor) { g.EnterCommand(); g.EnterCommand() }, func(g *Governor) { g.LeaveCommand(); g.LeaveCommand() }},
 		{"a stream", (*Governor).EnterStream, (*Governor).LeaveStream},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
