@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -119,8 +120,42 @@ func mcpHandler(api protocol.API) http.Handler {
 	srv := sync.OnceValue(func() *mcp.Server {
 		return newMCPServer(mcpserver.Options{API: api, Version: runtime.Version})
 	})
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv() },
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv() },
 		&mcp.StreamableHTTPOptions{SessionTimeout: mcpSessionIdle})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			// A request with no session starts one (initialize).
+			max := maxMCPSessions
+			if n := countSessions(srv(), max); n >= max {
+				w.Header().Set("Retry-After", "60")
+				http.Error(w, fmt.Sprintf("trl serves at most %d MCP sessions at once and all are in use; close one (DELETE with its Mcp-Session-Id), or wait: an idle one ends after %s", max, mcpSessionIdle), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// maxMCPSessions bounds the MCP sessions /mcp holds at once: each keeps
+// about 15 KB until it is closed or idle for mcpSessionIdle. A variable
+// for tests.
+var maxMCPSessions = 1024
+
+// countSessions counts srv's initialized sessions, up to max. A client's
+// stateless probe (server/discover, which the SDK's client sends before
+// initialize) also makes a session for its one request; those are not
+// counted.
+func countSessions(srv *mcp.Server, max int) int {
+	n := 0
+	for ss := range srv.Sessions() {
+		if ss.InitializeParams() == nil {
+			continue
+		}
+		if n++; n >= max {
+			break
+		}
+	}
+	return n
 }
 
 // mcpSessionIdle is how long an MCP session over HTTP may go without a

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,4 +74,55 @@ func quietRuntime(t *testing.T) *runtime.Runtime {
 		_ = rt.Shutdown(ctx)
 	})
 	return rt
+}
+
+// TestMCPSessionsCapped: /mcp holds at most maxMCPSessions sessions; one
+// more initialize is refused with 503 and a reason, while the live ones
+// keep working, and a session that ends frees its place (each kept about
+// 15 KB until its idle timeout, with no bound on how many).
+func TestMCPSessionsCapped(t *testing.T) {
+	orig := maxMCPSessions
+	maxMCPSessions = 3
+	t.Cleanup(func() { maxMCPSessions = orig })
+	rt := quietRuntime(t)
+	srv := httptest.NewServer(mcpHandler(rt))
+	defer srv.Close()
+	connect := func() (*mcp.ClientSession, error) {
+		return mcpClient().Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	}
+	var live []*mcp.ClientSession
+	defer func() { // before the server closes, which waits for them
+		for _, cs := range live {
+			cs.Close()
+		}
+	}()
+	for range 3 {
+		cs, err := connect()
+		require.NoError(t, err)
+		live = append(live, cs)
+	}
+	_, err := connect()
+	require.Error(t, err, "a fourth session is refused")
+	assert.Contains(t, err.Error(), "Service Unavailable")
+
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Contains(t, string(body), "at most 3 MCP sessions")
+
+	for _, cs := range live {
+		_, err := cs.ListTools(context.Background(), nil)
+		assert.NoError(t, err, "the live sessions keep working")
+	}
+	require.NoError(t, live[0].Close())
+	require.Eventually(t, func() bool {
+		cs, err := connect()
+		if err != nil {
+			return false
+		}
+		cs.Close()
+		return true
+	}, 5*time.Second, 50*time.Millisecond, "a closed session frees its place")
 }
