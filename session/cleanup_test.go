@@ -416,3 +416,53 @@ func deadPID(t *testing.T) int {
 	t.Fatal("every pid is in use")
 	return 0
 }
+
+// TestCloseEndsAStuckLineWrite: a line written to a shell that does not
+// read it (busy in a trap at its prompt), too long for the command
+// socket's buffer, is ended by Close even when a process that escaped the
+// session still holds the shell's end (no cgroup to find it): the write
+// blocked for as long as that process lived, with the request unanswered.
+func TestCloseEndsAStuckLineWrite(t *testing.T) {
+	noCgroups.Store(true)
+	defer noCgroups.Store(false)
+	const escapee = "sleep 31.7"
+	defer killCmdline(escapee)
+	m := newManager(t)
+	s, err := m.Create(Config{Shell: "/bin/bash"})
+	require.NoError(t, err)
+	run2(t, s, "trap 'env -i setsid -f "+escapee+"; sleep 30' USR1; (sleep .3; kill -USR1 $$) &")
+	time.Sleep(800 * time.Millisecond) // the trap runs: the shell reads nothing
+	started := make(chan error, 1)
+	go func() {
+		_, err := s.Start(Command{Text: "echo " + strings.Repeat("x", 1<<20)}, &splitSink{})
+		started <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the write is stuck
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the line's write still blocks after the session was closed")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}
+
+// killCmdline kills every process whose command line is cmdline.
+func killCmdline(cmdline string) {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err == nil && strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), " ") == cmdline {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

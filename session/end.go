@@ -137,25 +137,26 @@ func lostDescriptors(limit uint64) error {
 }
 
 // strayRecord looks for the shell's own prompt record in p, bytes from
-// the stderr pipe: one there means the shell's stderr is still the
-// command's, which happens only when it could not put back its own
-// descriptors after a line (bash after `ulimit -n 3`, which then reads
-// its commands from the terminal). The session cannot run another
-// command and is ended; what p holds from the record on is not the
+// the stderr pipe. The shell prints it there when it could not put back
+// its own descriptors after a line (bash after `ulimit -n 3`, which then
+// reads its commands from the terminal): the session cannot run another
+// command and is ended, and what p holds from the record on is not the
 // command's and is dropped. Only a record as the shell expands it counts
-// (numbers for the sequence and status): a listing of the shell's
-// variables shows PS1 unexpanded. Called with ioMu held.
+// (numbers for the sequence and status; a listing of the shell's
+// variables shows PS1 unexpanded), and only while the shell's open-file
+// limit says it lost them: a command may print its own prompt expanded
+// (`echo "${PS1@P}" >&2`), which is its output like any other. Called
+// with ioMu held.
 func (s *Session) strayRecord(p []byte) []byte {
 	recs, at := s.stray.scan(p)
 	if len(recs) == 0 {
 		return p
 	}
 	var lim unix.Rlimit
-	if err := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &lim); err == nil && lim.Cur < lineFDs {
-		s.endWith(lostDescriptors(lim.Cur))
-	} else {
-		s.endWith(fmt.Errorf("%w: the shell printed its prompt on a command's stderr, so it lost its own descriptors, and was ended", ErrUnresponsive))
+	if err := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &lim); err != nil || lim.Cur >= lineFDs {
+		return p
 	}
+	s.endWith(lostDescriptors(lim.Cur))
 	if at >= 0 {
 		return p[:at]
 	}

@@ -667,3 +667,30 @@ func TestStrayRecordScanHoldsLittle(t *testing.T) {
 	rp.scan([]byte("TRL:0123456789abcdef:unfinished"))
 	assert.Equal(t, "\x1eTRL:0123456789abcdef:unfinished", string(rp.buf), "a record begun is kept")
 }
+
+// TestOwnPromptOnStderrIsOutput: a command that prints its shell's prompt
+// expanded on stderr gets it back as its stderr, and the session lives on
+// (the first version of the stray-record check ended the session).
+func TestOwnPromptOnStderrIsOutput(t *testing.T) {
+	prints := map[string]string{
+		"bash": `echo "${PS1@P}" >&2`,
+		"zsh":  `print -rP -- "$PS1" >&2`,
+		"sh":   `eval "printf '%s\n' \"$PS1\"" >&2`,
+	}
+	for _, shell := range lookShells(t) {
+		t.Run(shell, func(t *testing.T) {
+			m := newManager(t)
+			s, err := m.Create(Config{Shell: shell})
+			require.NoError(t, err)
+			cmd, ok := prints[filepath.Base(shell)]
+			if !ok {
+				cmd = prints["sh"]
+			}
+			_, errOut, st := run2(t, s, cmd)
+			assert.False(t, st.Exited, "the session lives on: %v", s.EndCause())
+			assert.Contains(t, errOut, "TRL:", "the command's stderr is whole")
+			out, _, _ := run2(t, s, "echo after")
+			assert.Equal(t, "after\n", out)
+		})
+	}
+}

@@ -384,10 +384,13 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 // every fd it holds for writability too, and each line the shell read
 // from a socket told it so (the kernel wakes a socket's waiters for
 // write space whenever its peer reads), waking a daemon thread for
-// nothing on every command, just as the shell began to run it. The
-// daemon writes a line only to a shell waiting for one, and a line never
-// fills the socket's buffer before the shell reads it; a shell that ends
-// fails the write (EPIPE).
+// nothing on every command, just as the shell began to run it. A write
+// blocks only while a line longer than the socket's buffer (about 208
+// KiB; a command's text is inlined in its line, quoted, so a line can
+// reach several times --max-message-bytes) waits for a shell that is not
+// reading, e.g. one busy in a trap at its prompt. Closing the session
+// shuts the channel down first (closeFiles), which fails such a write at
+// once whoever else holds the shell's end; a Close alone would not.
 func shellChannel() (daemon, shell *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -546,6 +546,15 @@ func (s *Session) CloseWith(cause error) {
 
 func (s *Session) closeFiles() {
 	s.filesClosed.Store(true)
+	if s.cmdW != nil {
+		// The command channel's end is blocking (shellChannel): Close
+		// would not end a write stuck on a shell that does not read, and
+		// a process that escaped the session can keep the shell's end
+		// open. Shutting it down fails that write (EPIPE) at once.
+		if rc, err := s.cmdW.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_WR) })
+		}
+	}
 	for _, f := range []*os.File{s.cmdW, s.ptm, s.pts, s.ctlR, s.errR, s.cmdF} {
 		if f != nil {
 			f.Close()
