@@ -38,11 +38,15 @@ type Governor struct {
 
 	mu     sync.Mutex
 	count  [kinds]int // work in flight, by kind
-	narrow bool       // GOMAXPROCS is 1
+	narrow bool       // GOMAXPROCS should be 1 (apply makes it so)
 	// busyAt is when work last overlapped (or stopped overlapping).
 	busyAt  time.Time
 	timer   *time.Timer // armed to narrow; nil when not
 	stopped bool
+
+	// setMu orders apply's calls; applied is what the last one set.
+	setMu   sync.Mutex
+	applied int
 }
 
 // New returns a Governor for this process, or nil when there is nothing
@@ -62,12 +66,30 @@ func newGovernor(wide int, quiet time.Duration, set func(int) int, now func() ti
 	if quiet <= 0 {
 		quiet = DefaultQuiet
 	}
-	g := &Governor{wide: wide, quiet: quiet, set: set, now: now}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.set(1)
-	g.narrow = true
+	g := &Governor{wide: wide, quiet: quiet, set: set, now: now, applied: wide, narrow: true}
+	g.apply()
 	return g
+}
+
+// apply sets GOMAXPROCS to what the Governor's state says now. It runs
+// outside mu: runtime.GOMAXPROCS stops the world, and first waits for a
+// garbage collection under way (20 ms at worst in a test with a large
+// heap), which no request's Enter or Leave should wait behind. setMu
+// orders the calls, and each sets the state as it is when it runs, so
+// the last change wins.
+func (g *Governor) apply() {
+	g.setMu.Lock()
+	defer g.setMu.Unlock()
+	g.mu.Lock()
+	n := g.wide
+	if g.narrow {
+		n = 1
+	}
+	g.mu.Unlock()
+	if n != g.applied {
+		g.set(n)
+		g.applied = n
+	}
 }
 
 // Wide is the GOMAXPROCS the Governor gives overlapping work.
@@ -106,16 +128,14 @@ func (g *Governor) Stop() {
 		return
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.stopped = true
 	if g.timer != nil {
 		g.timer.Stop()
 		g.timer = nil
 	}
-	if g.narrow {
-		g.set(g.wide)
-		g.narrow = false
-	}
+	g.narrow = false
+	g.mu.Unlock()
+	g.apply()
 }
 
 // overlapping reports whether work in flight can use more than one P.
@@ -131,23 +151,24 @@ func (g *Governor) change(kind, delta int) {
 		return
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	was := g.overlapping()
 	g.count[kind] += delta
-	if g.stopped {
-		return
-	}
-	if g.overlapping() || was {
+	widen := false
+	switch {
+	case g.stopped:
+	case g.overlapping():
 		g.busyAt = g.now()
-	}
-	if g.overlapping() {
-		if g.narrow {
-			g.set(g.wide)
-			g.narrow = false
+		widen, g.narrow = g.narrow, false
+	default:
+		if was {
+			g.busyAt = g.now()
 		}
-		return
+		g.armNarrow(g.quiet)
 	}
-	g.armNarrow(g.quiet)
+	g.mu.Unlock()
+	if widen {
+		g.apply()
+	}
 }
 
 // armNarrow arms the timer that narrows the process after d, unless it
@@ -163,15 +184,17 @@ func (g *Governor) armNarrow(d time.Duration) {
 // quiet period, and otherwise waits out the rest of it.
 func (g *Governor) quietEnough() {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.timer = nil
 	if g.stopped || g.narrow || g.overlapping() {
+		g.mu.Unlock()
 		return // the end of the overlapping work arms it again
 	}
 	if since := g.now().Sub(g.busyAt); since < g.quiet {
 		g.armNarrow(g.quiet - since)
+		g.mu.Unlock()
 		return
 	}
-	g.set(1)
 	g.narrow = true
+	g.mu.Unlock()
+	g.apply()
 }

@@ -130,3 +130,45 @@ func TestStopGivesEveryPBack(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "2")
 	assert.Nil(t, New(quiet), "GOMAXPROCS set by hand is left alone")
 }
+
+// TestCountsDoNotWaitForTheSet: a GOMAXPROCS change in progress (which
+// waits for a garbage collection under way) holds up only the request
+// that made it; other requests count themselves in and out at once.
+func TestCountsDoNotWaitForTheSet(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	blocking := false
+	set := func(n int) int {
+		mu.Lock()
+		b := blocking
+		mu.Unlock()
+		if b {
+			<-release
+		}
+		return 0
+	}
+	g := newGovernor(4, quiet, set, time.Now)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer g.Stop()
+	defer unblock() // before Stop, on every way out
+	mu.Lock()
+	blocking = true
+	mu.Unlock()
+	widened := make(chan struct{})
+	go func() { g.EnterStream(); close(widened) }() // widens: blocks in set
+	time.Sleep(50 * time.Millisecond)
+	counted := make(chan struct{})
+	go func() { g.Enter(); g.Leave(); close(counted) }()
+	select {
+	case <-counted:
+	case <-time.After(2 * time.Second):
+		t.Fatal("a request's Enter waited behind a GOMAXPROCS change")
+	}
+	mu.Lock()
+	blocking = false
+	mu.Unlock()
+	unblock()
+	<-widened
+	g.LeaveStream()
+}
