@@ -343,6 +343,13 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		return fail(errorf(ErrStart, "the shell did not start: start %s: %v", s.cfg.Shell, err))
 	}
 	s.proc, s.pid, s.argv = proc, proc.Pid, argv
+	// The shell has its copies: ours of its ends go now, so that a shell
+	// that exits fails the set-up line's write (EPIPE) rather than leaving
+	// it blocked on our own copy of its end.
+	for _, f := range toClose {
+		f.Close()
+	}
+	toClose = nil
 	s.shellExe, _ = os.Readlink("/proc/" + strconv.Itoa(proc.Pid) + "/exe")
 	unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &s.noFile)
 
@@ -362,9 +369,18 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 			return nil // start closes the session and says why
 		}
 	}
-	if _, err := cmdW.Write([]byte(exportLater(s.cfg.Env) + s.dialect.init(s.nonce) + "\n")); err != nil {
-		s.log.Debug().Err(err).Msg("write init line")
-	}
+	// The set-up line holds session.create's env, which can be larger
+	// than the command channel's buffer: a shell that does not read it
+	// (a program that is not one) would hold the write, and with it the
+	// create and the daemon's shutdown, for ever. It is written aside;
+	// awaitStart's timeout closes the session, which fails the write
+	// (closeFiles), and a shell that reads it ends it.
+	initLine := []byte(exportLater(s.cfg.Env) + s.dialect.init(s.nonce) + "\n")
+	go func() {
+		if _, err := cmdW.Write(initLine); err != nil {
+			s.log.Debug().Err(err).Msg("write init line")
+		}
+	}()
 	return nil
 }
 

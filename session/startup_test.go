@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +159,34 @@ func TestNameShapedLikeIDRefused(t *testing.T) {
 		s, err := m.Create(Config{Name: ok})
 		require.NoError(t, err, ok)
 		m.Destroy(s.ID(), true)
+	}
+}
+
+// TestCreateWithLargeEnvNotAShell: a program that is not a shell, given
+// an env larger than the command channel's buffer, is refused in bounded
+// time: the set-up line's write blocked on the daemon's own copy of the
+// shell's end (/bin/true), or on a program that never reads (yes), and
+// the create, and the daemon's shutdown, never ended.
+func TestCreateWithLargeEnvNotAShell(t *testing.T) {
+	big := strings.Repeat("z", 300000)
+	for _, prog := range []string{"/bin/true", "/usr/bin/yes"} {
+		if _, err := os.Stat(prog); err != nil {
+			t.Logf("skipping %s: %v", prog, err)
+			continue
+		}
+		t.Run(prog, func(t *testing.T) {
+			m := newManager(t)
+			done := make(chan error, 1)
+			go func() {
+				_, err := m.Create(Config{Shell: prog, Env: map[string]string{"ENV": big}})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				require.Error(t, err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("session.create of a non-shell with a large env never ended")
+			}
+		})
 	}
 }
