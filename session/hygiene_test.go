@@ -694,3 +694,25 @@ func TestOwnPromptOnStderrIsOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestChannelClosedByACommandEndsTheSession: a bash command that closes
+// the descriptor its shell reads commands from (the copy bash saved at 10
+// or above) leaves the shell reading the terminal; the next line's write
+// fails, and the session ends with that cause at once (it waited for
+// input for ever, or until a timeout that blamed its escalation).
+func TestChannelClosedByACommandEndsTheSession(t *testing.T) {
+	m := newManager(t)
+	s, err := m.Create(Config{Shell: "/bin/bash"})
+	require.NoError(t, err)
+	run2(t, s, `for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -ge 10 ]; then case $(readlink "$p") in socket:*) exec {n}<&- ;; esac; fi; done`)
+	j, err := s.Start(Command{Text: "echo next"}, &splitSink{})
+	if err == nil {
+		select {
+		case <-j.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the line after the channel was closed hangs")
+		}
+	}
+	require.Eventually(t, func() bool { return s.EndCause() != nil }, 5*time.Second, 10*time.Millisecond)
+	assert.Contains(t, s.Info().EndCause, "command channel")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
@@ -355,10 +356,32 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 		s.log.Trace().Bytes("line", s.maskLog(line)).Msg("send")
 	}
 	if _, err := s.cmdW.Write(line); err != nil {
-		// The shell is gone; reap completes the job with its status.
 		s.log.Debug().Err(err).Msg("write command")
+		s.channelBroken(err)
 	}
 	return j, nil
+}
+
+// channelGrace is how long a shell whose command channel refused a line
+// may take to be reaped before the session is ended for it.
+const channelGrace = 200 * time.Millisecond
+
+// channelBroken handles a line the command channel refused. Usually the
+// shell is gone and reap completes the line with its status. A shell
+// still alive lost the channel's read end to a command (bash's `exec
+// {n}<&-` on the copy it saved): it now reads the terminal, and would
+// wait there for ever, so the session ends with that cause.
+func (s *Session) channelBroken(err error) {
+	if !errors.Is(err, unix.EPIPE) || s.filesClosed.Load() {
+		return
+	}
+	go func() {
+		select {
+		case <-s.exited:
+		case <-time.After(channelGrace):
+			s.endWith(fmt.Errorf("%w: the shell's command channel was closed while the shell runs (a command closed the descriptor it reads its commands from, such as bash's exec {n}<&- on a saved copy); ended", ErrUnresponsive))
+		}
+	}()
 }
 
 // writeStdin writes a command's stdin to a file of its own (none when
