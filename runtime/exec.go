@@ -146,14 +146,14 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 	// cannot be left half-way through a command. Only a yield or an
 	// until event returns before the end (SPEC §8).
 	ev := rt.await(ctx, c, u, yield)
-	if rt.shuttingDown() {
+	if rt.shuttingDown() && !endedWhole(c) {
 		return protocol.ExecStatus{}, endedByShutdown(c)
 	}
 	if ev.reason != protocol.ReasonExit {
 		return rt.status(c, ev, p.Render, true), nil
 	}
 	<-c.Done()
-	if rt.shuttingDown() {
+	if rt.shuttingDown() && !endedWhole(c) {
 		return protocol.ExecStatus{}, endedByShutdown(c)
 	}
 	x, _ := c.Exit()
@@ -605,6 +605,18 @@ func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) 
 // cancelled waits for that one to end, rather than being told at once
 // that the session is busy (launch).
 const cancelGrace = time.Second
+
+// endedWhole reports whether c has ended by itself, its session alive: a
+// command that ended just before the shutdown began gets its result.
+func endedWhole(c *exec.Job) bool {
+	select {
+	case <-c.Done():
+	default:
+		return false
+	}
+	x, _ := c.Exit()
+	return !x.SessionExited
+}
 
 // endedByShutdown is the answer to an exec.run whose command the daemon's
 // shutdown ended: SHUTTING_DOWN, saying that the command had started, so

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/trl-project/trl/metrics"
+	"github.com/trl-project/trl/protocol"
 	"github.com/trl-project/trl/session"
 )
 
@@ -55,4 +56,27 @@ func TestReadyzWhileDraining(t *testing.T) {
 	code, body := readyz(rt)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "draining")
+}
+
+// TestCommandEndingDuringShutdownAnswered: a command that ends by itself
+// after the shutdown began, its session still alive, gets its result; only
+// one the shutdown ended is answered SHUTTING_DOWN (it was told "may have
+// run in part" though it had run whole).
+func TestCommandEndingDuringShutdownAnswered(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	cmd := "sleep 0.5; echo whole"
+	done := make(chan struct{})
+	var res protocol.ExecStatus
+	var err error
+	go func() {
+		defer close(done)
+		res, err = rt.ExecRun(context.Background(), protocol.ExecParams{Command: &cmd})
+	}()
+	time.Sleep(200 * time.Millisecond)
+	rt.BeginShutdown()
+	<-done
+	require.NoError(t, err)
+	assert.Equal(t, "whole\n", res.Stdout)
+	require.NotNil(t, res.ExitCode)
+	assert.Equal(t, 0, *res.ExitCode)
 }
