@@ -375,8 +375,12 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	// create and the daemon's shutdown, for ever. It is written aside;
 	// awaitStart's timeout closes the session, which fails the write
 	// (closeFiles), and a shell that reads it ends it.
+	// It holds the channel (cmdMu) until written, so that a line sent
+	// while the shell starts (startWithState's) follows it.
 	initLine := []byte(exportLater(s.cfg.Env) + s.dialect.init(s.nonce) + "\n")
+	s.cmdMu.Lock()
 	go func() {
+		defer s.cmdMu.Unlock()
 		if _, err := cmdW.Write(initLine); err != nil {
 			s.log.Debug().Err(err).Msg("write init line")
 		}

@@ -39,10 +39,13 @@ type Session struct {
 	created time.Time
 	log     zerolog.Logger
 
-	proc   *os.Process
-	pid    int      // the shell's pid, kept apart: Release clears proc.Pid
-	ptm    *os.File // PTY master: stdout of commands
-	cmdW   *os.File // the daemon's end of the command channel (the shell's fd 0; shellChannel)
+	proc *os.Process
+	pid  int      // the shell's pid, kept apart: Release clears proc.Pid
+	ptm  *os.File // PTY master: stdout of commands
+	cmdW *os.File // the daemon's end of the command channel (the shell's fd 0; shellChannel)
+	// cmdMu is held while a line is written to cmdW (writeLine): lines go
+	// whole and in order, the set-up line first.
+	cmdMu  sync.Mutex
 	ctlR   *os.File // read end of the control pipe (the shell's fds 1 and 2)
 	errR   *os.File // read end of the stderr pipe (commands' fd 2)
 	ptmRaw syscall.RawConn
@@ -355,11 +358,21 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 	if s.log.GetLevel() <= zerolog.TraceLevel {
 		s.log.Trace().Bytes("line", s.maskLog(line)).Msg("send")
 	}
-	if _, err := s.cmdW.Write(line); err != nil {
+	if err := s.writeLine(line); err != nil {
 		s.log.Debug().Err(err).Msg("write command")
 		s.channelBroken(err)
 	}
 	return j, nil
+}
+
+// writeLine writes one line to the shell's command channel, whole and in
+// turn: a line longer than the channel's buffer is written in parts, which
+// another writer's must not split.
+func (s *Session) writeLine(line []byte) error {
+	s.cmdMu.Lock()
+	defer s.cmdMu.Unlock()
+	_, err := s.cmdW.Write(line)
+	return err
 }
 
 // channelGrace is how long a shell whose command channel refused a line

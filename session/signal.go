@@ -78,7 +78,7 @@ func (s *Session) settle() error {
 		}
 		line = append(line, '\n')
 		s.mu.Unlock()
-		s.cmdW.Write(line)
+		s.writeLine(line)
 		select {
 		case <-j.Done():
 			s.mu.Lock()

@@ -269,7 +269,7 @@ func (s *Session) sendOwn(line string) (*Line, string, error) {
 	full := s.dialect.seqVar(s.nonce) + seq + "; " + line + "\n"
 	s.mu.Unlock()
 	s.log.Trace().Str("line", full).Msg("send own line")
-	if _, err := s.cmdW.Write([]byte(full)); err != nil {
+	if err := s.writeLine([]byte(full)); err != nil {
 		s.log.Debug().Err(err).Msg("write own line")
 	}
 	return j, seq, nil
