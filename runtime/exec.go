@@ -607,7 +607,8 @@ func (rt *Runtime) execCancel(ctx context.Context, p protocol.ExecCancelParams) 
 const cancelGrace = time.Second
 
 // endedWhole reports whether c has ended by itself, its session alive: a
-// command that ended just before the shutdown began gets its result.
+// command that ended on its own while the shutdown began (before the
+// sessions were ended) gets its result.
 func endedWhole(c *exec.Job) bool {
 	select {
 	case <-c.Done():

@@ -190,3 +190,28 @@ func TestCreateWithLargeEnvNotAShell(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateWithStateNotAShell: a program that reads nothing and says
+// nothing, created with a state to apply (a fork, a carried state) and an
+// env larger than the command channel's buffer, is refused once the
+// start-up timeout passes: the state's line, sent while the program
+// starts, waits behind the set-up line and must not hold the create.
+func TestCreateWithStateNotAShell(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "quiet")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755))
+	defer killCmdline("sleep 60")
+	m := NewManager(Options{Logger: testLogger(), Subreaper: true, StartTimeout: time.Second})
+	t.Cleanup(m.CloseAll)
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Create(Config{Shell: prog, Env: map[string]string{"ENV": strings.Repeat("z", 300000)},
+			State: &ShellState{Shell: "sh", Cwd: "/tmp"}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("session.create of a non-shell with a state never ended")
+	}
+}

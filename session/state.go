@@ -237,7 +237,7 @@ func (f stateFiles) read(which string) ([]byte, error) {
 // line runs. It returns the line's sequence number as the shell has it
 // (the readers end their state with it).
 func (s *Session) runOwn(ctx context.Context, line string) (string, error) {
-	j, seq, err := s.sendOwn(line)
+	j, seq, err := s.sendOwn(line, false)
 	if err != nil {
 		return "", err
 	}
@@ -245,7 +245,11 @@ func (s *Session) runOwn(ctx context.Context, line string) (string, error) {
 }
 
 // sendOwn is runOwn's first half: the line is sent, the session busy.
-func (s *Session) sendOwn(line string) (*Line, string, error) {
+// With aside, it is written by a goroutine of its own, after the set-up
+// line (cmdMu): sent while the shell starts, it must not wait for a
+// program that reads nothing, or awaitStart's timeout, which closes the
+// session and so fails both writes, would never run.
+func (s *Session) sendOwn(line string, aside bool) (*Line, string, error) {
 	s.mu.Lock()
 	s.awaitSends()
 	if err := s.unready(); err != nil {
@@ -269,8 +273,15 @@ func (s *Session) sendOwn(line string) (*Line, string, error) {
 	full := s.dialect.seqVar(s.nonce) + seq + "; " + line + "\n"
 	s.mu.Unlock()
 	s.log.Trace().Str("line", full).Msg("send own line")
-	if err := s.writeLine([]byte(full)); err != nil {
-		s.log.Debug().Err(err).Msg("write own line")
+	write := func() {
+		if err := s.writeLine([]byte(full)); err != nil {
+			s.log.Debug().Err(err).Msg("write own line")
+		}
+	}
+	if aside {
+		go write()
+	} else {
+		write()
 	}
 	return j, seq, nil
 }
@@ -454,7 +465,7 @@ func (s *Session) applyAfterStart(opts Options, script string) error {
 		return err
 	}
 	defer release()
-	j, _, err := s.sendOwn(line)
+	j, _, err := s.sendOwn(line, true)
 	if err != nil {
 		return err
 	}
