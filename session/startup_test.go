@@ -175,18 +175,7 @@ func TestCreateWithLargeEnvNotAShell(t *testing.T) {
 			continue
 		}
 		t.Run(prog, func(t *testing.T) {
-			m := newManager(t)
-			done := make(chan error, 1)
-			go func() {
-				_, err := m.Create(Config{Shell: prog, Env: map[string]string{"ENV": big}})
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				require.Error(t, err)
-			case <-time.After(30 * time.Second):
-				t.Fatal("session.create of a non-shell with a large env never ended")
-			}
+			refusedWithin(t, newManager(t), Config{Shell: prog, Env: map[string]string{"ENV": big}}, 30*time.Second)
 		})
 	}
 }
@@ -202,16 +191,22 @@ func TestCreateWithStateNotAShell(t *testing.T) {
 	defer killCmdline("sleep 60")
 	m := NewManager(Options{Logger: testLogger(), Subreaper: true, StartTimeout: time.Second})
 	t.Cleanup(m.CloseAll)
+	refusedWithin(t, m, Config{Shell: prog, Env: map[string]string{"ENV": strings.Repeat("z", 300000)},
+		State: &ShellState{Shell: "sh", Cwd: "/tmp"}}, 20*time.Second)
+}
+
+// refusedWithin asserts that m refuses to create cfg's session within d.
+func refusedWithin(t *testing.T, m *Manager, cfg Config, d time.Duration) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.Create(Config{Shell: prog, Env: map[string]string{"ENV": strings.Repeat("z", 300000)},
-			State: &ShellState{Shell: "sh", Cwd: "/tmp"}})
+		_, err := m.Create(cfg)
 		done <- err
 	}()
 	select {
 	case err := <-done:
 		require.Error(t, err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("session.create of a non-shell with a state never ended")
+	case <-time.After(d):
+		t.Fatalf("session.create of %s never ended", cfg.Shell)
 	}
 }
