@@ -370,13 +370,13 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 		}
 	}
 	// The set-up line holds session.create's env, which can be larger
-	// than the command channel's buffer: a shell that does not read it
-	// (a program that is not one) would hold the write, and with it the
-	// create and the daemon's shutdown, for ever. It is written aside;
-	// awaitStart's timeout closes the session, which fails the write
-	// (closeFiles), and a shell that reads it ends it.
-	// It holds the channel (cmdMu) until written, so that a line sent
-	// while the shell starts (startWithState's) follows it.
+	// than the command channel's buffer: a program that does not read it
+	// would hold the write, and with it the create and the daemon's
+	// shutdown, for ever. So it is written aside, holding the channel
+	// (cmdMu) until done so that a line sent while the shell starts
+	// (startWithState's) follows it; a shell that reads it ends the
+	// write, and awaitStart's timeout closes the session, which fails it
+	// (closeFiles).
 	initLine := []byte(exportLater(s.cfg.Env) + s.dialect.init(s.nonce) + "\n")
 	s.cmdMu.Lock()
 	go func() {
