@@ -109,6 +109,8 @@ func noteSession(st *protocol.ExecStatus, s *session.Session) {
 		return
 	case errors.Is(cause, session.ErrDestroyed):
 		note = fmt.Sprintf("session %s was destroyed while this command ran, which ended it (status %d)", s.ID(), code)
+	case errors.Is(cause, session.ErrEndedAfterCommand):
+		note = fmt.Sprintf("this command ended (status %d), and session %s was ended after it: %v", code, s.ID(), cause)
 	case cause == nil || errors.Is(cause, session.ErrShellExited):
 		note = fmt.Sprintf("the shell exited with this command (status %d): session %s is gone", code, s.ID())
 	default:

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -88,4 +89,37 @@ func TestSessionEndedFromOutsideSaid(t *testing.T) {
 	st = <-waited
 	assert.Equal(t, "daemon shut down", st["session_end_cause"], "%v", st)
 	assert.Contains(t, st["note"], "the daemon shut down while this command ran: it ended it (status ")
+}
+
+// TestCommandThatLeavesTheShellUnusableSaid: a command that ends by
+// itself but leaves its shell unable to run another (`ulimit -n 3`: too
+// few descriptors to put back after a line) answers with its own status
+// and says that the session was ended after it, and why. The answer in
+// dash and zsh used to be a plain success; only the next call learned
+// that the session had gone.
+func TestCommandThatLeavesTheShellUnusableSaid(t *testing.T) {
+	t.Parallel()
+	for _, sh := range shellsForInteractive(t) {
+		t.Run(filepath.Base(sh), func(t *testing.T) {
+			t.Parallel()
+			rt := newRuntime(t, Options{})
+			id := mustCall(t, rt, "session.create", map[string]any{"name": "low", "shell": sh})["session_id"].(string)
+			st := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "ulimit -n 3"})
+			require.Equal(t, "exited", st["state"], "status: %v", st)
+			assert.Equal(t, true, st["session_exited"], "status: %v", st)
+			assert.Contains(t, st["session_end_cause"], "ulimit -n")
+			require.Contains(t, st["note"], "session "+id)
+			assert.Contains(t, st["note"], "ulimit -n")
+			assert.Contains(t, st["note"], "create a new session")
+			if st["exit_code"] == float64(0) {
+				// It ended by itself: the note does not claim the end of
+				// the session ended it.
+				assert.Contains(t, st["note"], "this command ended (status 0), and session "+id+" was ended after it: ")
+				assert.NotContains(t, st["note"], "which ended it")
+			}
+			_, perr := callJSON(t, rt, "exec.run", map[string]any{"session_id": id, "command": "true"})
+			require.NotNil(t, perr)
+			assert.Equal(t, "SESSION_EXITED", string(perr.Code))
+		})
+	}
 }

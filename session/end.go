@@ -30,6 +30,17 @@ var (
 	ErrUnresponsive = errors.New("shell stopped answering")
 )
 
+// ErrEndedAfterCommand marks the cause of a session ended just after a
+// command that ended by itself but left the shell unable to run another
+// (checkLimits): that command's status is its own.
+var ErrEndedAfterCommand = errors.New("ended after the command")
+
+// afterCommand is such a cause; its text is the cause's own.
+type afterCommand struct{ error }
+
+func (e afterCommand) Unwrap() error        { return e.error }
+func (e afterCommand) Is(target error) bool { return target == ErrEndedAfterCommand }
+
 // ExitedError is the cause of a session whose shell exited by itself.
 type ExitedError struct{ Status int }
 

@@ -266,7 +266,13 @@ func (s *Session) complete(seq int64, st Status) {
 	}
 	s.lastUsed = time.Now().UTC()
 	if broken != nil {
+		// The command ended by itself; the session ends after it. Its
+		// answer says so (its status stays its own), with the cause
+		// recorded before the line is done.
 		s.closing = true
+		broken = afterCommand{broken}
+		s.setCause(broken)
+		st.Exited = true
 	}
 	s.mu.Unlock()
 	if broken != nil {
