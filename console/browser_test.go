@@ -247,3 +247,22 @@ func TestBrowserAfterAKilledTUI(t *testing.T) {
 	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo after the killed vi"})
 	sameScreen(t, h, b, sid, "after a killed vi")
 }
+
+// TestBrowserSaysTheSessionEnded: when the session a person watches ends,
+// the page says so with the cause, not "Disconnected.", and keeps the
+// shell's last output on the terminal.
+func TestBrowserSaysTheSessionEnded(t *testing.T) {
+	h := newHarness(t, false, "")
+	b := newBrowser(t)
+	sid := h.call(t, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+	openSessionPage(t, h, b, sid)
+	h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo last-words; exit 3"})
+	b.waitTrue(`document.getElementById("hint").textContent.includes("session ended: shell exited with status 3")`, "the page says the session ended")
+	b.waitTrue(`viewer.ws.readyState === 3`, "the viewer closed")
+	var hint string
+	require.NoError(t, b.eval(`document.getElementById("hint").textContent`, &hint))
+	assert.NotContains(t, hint, "Disconnected")
+	var rows []string
+	require.NoError(t, b.eval(termRowsJS, &rows))
+	assert.Contains(t, strings.Join(rows, "\n"), "last-words")
+}

@@ -482,3 +482,51 @@ func TestViewersClosed(t *testing.T) {
 		"the server closed the viewers that left: %d fds, %d before", openFDs(t), before)
 
 }
+
+// TestViewerToldTheSessionEnded: a viewer of a session that ends (a
+// destroy, `exit`) is told so, with the cause, and the connection is
+// closed; it used to stay open on a dead terminal for as long as the
+// page did.
+func TestViewerToldTheSessionEnded(t *testing.T) {
+	h := newHarness(t, false, "")
+	c := h.login(t)
+	for _, end := range []struct{ how, cause string }{{"destroy", "destroyed"}, {"exit 3", "status 3"}} {
+		t.Run(end.how, func(t *testing.T) {
+			sid := h.call(t, "session.create", map[string]any{"shell": "/bin/sh"})["session_id"].(string)
+			conn, _, err := dialViewer(t, h, c, sid, h.srv.URL)
+			require.NoError(t, err)
+			defer conn.CloseNow()
+			readUntil(t, conn, "")
+			if end.how == "destroy" {
+				h.call(t, "session.destroy", map[string]any{"session_id": sid})
+			} else {
+				h.call(t, "exec.run", map[string]any{"session_id": sid, "command": "echo last-words; " + end.how})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var ended map[string]any
+			var out strings.Builder
+			for {
+				typ, p, err := conn.Read(ctx)
+				if err != nil {
+					require.Equal(t, websocket.StatusNormalClosure, websocket.CloseStatus(err), "closed normally: %v", err)
+					break
+				}
+				if typ == websocket.MessageBinary {
+					out.Write(p)
+					continue
+				}
+				var m map[string]any
+				require.NoError(t, json.Unmarshal(p, &m))
+				if m["type"] == "ended" {
+					ended = m
+				}
+			}
+			require.NotNil(t, ended, "the viewer was told the session ended")
+			assert.Contains(t, ended["message"], end.cause)
+			if end.how != "destroy" {
+				assert.Contains(t, out.String(), "last-words", "the last output came before the end")
+			}
+		})
+	}
+}

@@ -207,11 +207,21 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 	// every wake and every second.
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	ended := false
 	for {
 		select {
 		case <-ctx.Done():
 			conn.Close(websocket.StatusNormalClosure, "")
 			return
+		case <-s.Ended():
+			// The shell's last bytes are delivered once it is reaped;
+			// they are sent before the viewer is told.
+			select {
+			case <-s.Reaped():
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			ended = true
 		case <-q.wake:
 		case <-tick.C:
 		}
@@ -247,6 +257,13 @@ func (c *Console) serveViewer(w http.ResponseWriter, r *http.Request) {
 			if err := c.send(ctx, conn, typ, f.p); err != nil {
 				return
 			}
+		}
+		if ended {
+			msg, _ := json.Marshal(control{Type: "ended", Message: "session ended: " + s.Info().EndCause})
+			if c.send(ctx, conn, websocket.MessageText, msg) == nil {
+				conn.Close(websocket.StatusNormalClosure, "session ended")
+			}
+			return
 		}
 	}
 }

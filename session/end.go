@@ -56,6 +56,10 @@ const cancelGrace = 5 * time.Second
 // Ended closes when the session has ended (EndCause then says why).
 func (s *Session) Ended() <-chan struct{} { return s.ended.Done() }
 
+// Reaped closes when the shell has been reaped and what it wrote before
+// has been delivered; after Ended, unless the shell cannot be reaped.
+func (s *Session) Reaped() <-chan struct{} { return s.exited }
+
 // EndCause is why the session ended, nil while it lives.
 func (s *Session) EndCause() error {
 	if s.ended.Err() == nil {

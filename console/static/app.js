@@ -212,8 +212,10 @@ function openSession(id) {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const ws = new WebSocket(proto + "//" + location.host + "/console/ws?session=" + encodeURIComponent(id));
   ws.binaryType = "arraybuffer";
-  viewer = { term, ws, fit };
+  const v = { term, ws, fit, ended: false };
+  viewer = v;
   ws.onmessage = (ev) => {
+    if (viewer !== v) return; // a session left since
     if (typeof ev.data === "string") {
       const m = JSON.parse(ev.data);
       if (m.type === "hello") {
@@ -224,6 +226,9 @@ function openSession(id) {
         term.resize(m.cols, m.rows); // a repaint follows
       } else if (m.type === "error") {
         text($("hint"), m.message);
+      } else if (m.type === "ended") {
+        v.ended = true;
+        text($("hint"), m.message + ".");
       } else if (m.type === "command-start" || m.type === "command-end") {
         // xterm.js parses writes later: mark once the bytes before the
         // boundary are on the screen.
@@ -233,7 +238,7 @@ function openSession(id) {
     }
     term.write(new Uint8Array(ev.data));
   };
-  ws.onclose = () => text($("hint"), "Disconnected.");
+  ws.onclose = () => { if (viewer === v && !v.ended) text($("hint"), "Disconnected."); };
   term.onData((d) => {
     // Focus reports (mode 1004, which vim turns on) say where this
     // page's focus is, not what a person typed: the agent's program
