@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -714,5 +715,22 @@ func TestChannelClosedByACommandEndsTheSession(t *testing.T) {
 		}
 	}
 	require.Eventually(t, func() bool { return s.EndCause() != nil }, 5*time.Second, 10*time.Millisecond)
+	assert.Contains(t, s.Info().EndCause, "command channel")
+}
+
+// TestChannelClosedFoundByStateEndsTheSession: trl's own lines (the state
+// capture, settle) find a closed command channel as a command's line
+// does: the session ends at once with that cause, rather than when the
+// capture's 30 s timeout passes.
+func TestChannelClosedFoundByStateEndsTheSession(t *testing.T) {
+	m := newManager(t)
+	s, err := m.Create(Config{Shell: "/bin/bash"})
+	require.NoError(t, err)
+	run2(t, s, `for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -ge 10 ]; then case $(readlink "$p") in socket:*) exec {n}<&- ;; esac; fi; done`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = s.State(ctx)
+	require.Error(t, err)
+	require.NoError(t, ctx.Err(), "the capture waited for its own timeout")
 	assert.Contains(t, s.Info().EndCause, "command channel")
 }

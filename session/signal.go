@@ -78,7 +78,10 @@ func (s *Session) settle() error {
 		}
 		line = append(line, '\n')
 		s.mu.Unlock()
-		s.writeLine(line)
+		if err := s.writeLine(line); err != nil {
+			s.log.Debug().Err(err).Msg("write settle line")
+			s.channelBroken(err)
+		}
 		select {
 		case <-j.Done():
 			s.mu.Lock()

@@ -276,6 +276,7 @@ func (s *Session) sendOwn(line string, aside bool) (*Line, string, error) {
 	write := func() {
 		if err := s.writeLine([]byte(full)); err != nil {
 			s.log.Debug().Err(err).Msg("write own line")
+			s.channelBroken(err)
 		}
 	}
 	if aside {
