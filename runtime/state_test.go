@@ -165,3 +165,36 @@ func splitKeep(s string) []string {
 	}
 	return append(out, s[start:])
 }
+
+// TestStateWithPromptOptions: a state that turns on zsh's KSH_ARRAYS
+// (what `emulate sh` does) or one read after `shopt -u promptvars` in
+// bash is carried and the session runs commands; a state with
+// promptvars off is refused, with the reason. The zsh one used to start a
+// session whose first command "ran" until its timeout.
+func TestStateWithPromptOptions(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, Options{})
+	if zsh, err := exec.LookPath("zsh"); err != nil {
+		t.Log("zsh is not installed: its part is skipped")
+	} else {
+		sid := mustCall(t, rt, protocol.MethodSessionCreate, map[string]any{"shell": zsh})["session_id"].(string)
+		runOut(t, rt, sid, "emulate sh")
+		assert.Equal(t, "after\n", runOut(t, rt, sid, "echo after"))
+		st := mustCall(t, rt, protocol.MethodSessionState, map[string]any{"session_id": sid})
+		require.Equal(t, true, st["options"].(map[string]any)["ksharrays"], "the state has ksharrays on")
+		carried := mustCall(t, rt, protocol.MethodSessionCreate, map[string]any{"state": st})["session_id"].(string)
+		assert.Equal(t, "carried\n", runOut(t, rt, carried, "echo carried"))
+	}
+	bash := needBash(t)
+	sid := mustCall(t, rt, protocol.MethodSessionCreate, map[string]any{"shell": bash})["session_id"].(string)
+	runOut(t, rt, sid, "shopt -u promptvars")
+	assert.Equal(t, "/\n", runOut(t, rt, sid, "cd / && pwd"))
+	st := mustCall(t, rt, protocol.MethodSessionState, map[string]any{"session_id": sid})
+	carried := mustCall(t, rt, protocol.MethodSessionCreate, map[string]any{"state": st})["session_id"].(string)
+	assert.Equal(t, "carried\n", runOut(t, rt, carried, "echo carried"))
+	st["options"].(map[string]any)["promptvars"] = false
+	_, perr := callJSON(t, rt, protocol.MethodSessionCreate, map[string]any{"state": st})
+	require.NotNil(t, perr)
+	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+	assert.Contains(t, perr.Message, "promptvars")
+}

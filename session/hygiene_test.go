@@ -393,6 +393,14 @@ func TestHostileShellState(t *testing.T) {
 		// later command exit 1, silently.
 		{"ulimit -n 4", "ulimit -n"},
 		{"ulimit -n 3", "ulimit -n"},
+		// zsh: under KSH_ARRAYS psvar[1] is the second element, and the
+		// record's sequence number (%1v) stayed the old one: every later
+		// command "ran" until its timeout.
+		{"setopt ksharrays 2>/dev/null", ""},
+		{"emulate sh 2>/dev/null", ""},
+		// bash: without promptvars the record was PS1's unexpanded text,
+		// every later status -1 and the cwd "$-:$PWD".
+		{"shopt -u promptvars 2>/dev/null", ""},
 		{"kill -STOP $$", "stopped"},
 		{"suspend -f 2>/dev/null", "stopped"},
 	}
@@ -418,6 +426,8 @@ func TestHostileShellState(t *testing.T) {
 						t.Fatalf("the command after %q hung", c.cmd)
 					}
 					if !j.Status().Exited {
+						assert.Equal(t, 0, j.Status().ExitCode, "the status after %q", c.cmd)
+						assert.True(t, filepath.IsAbs(j.Status().Cwd), "the cwd after %q: %q", c.cmd, j.Status().Cwd)
 						out, _ := k.get()
 						// zsh's DEBUG trap fires for the user's own
 						// command (but not for trl's); xtrace to fd 1

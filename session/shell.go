@@ -21,8 +21,8 @@ type dialect struct {
 	// init is the first line sent; it must set the prompt record, whose
 	// first field is the sequence number of the last command line.
 	init func(nonce string) string
-	// seqVar returns the assignment that sets that sequence number.
-	seqVar func(nonce string) string
+	// seqVar returns the assignment that sets that sequence number to n.
+	seqVar func(nonce, n string) string
 	// printf names the printf builtin so that no alias or function of the
 	// user's can stand in for it (zsh's `command` would look for a binary).
 	printf string
@@ -230,7 +230,11 @@ func posixRunner(nonce string) string {
 	return trlName(nonce, "r") + `() { case $- in *x*) { set +x; } 2>/dev/null; eval "set -x; "` + c + `;; *) eval ` + c + `;; esac; }; `
 }
 
-func plainSeq(nonce string) string { return trlName(nonce, "n") + "=" }
+func plainSeq(nonce, n string) string { return trlName(nonce, "n") + "=" + n }
+
+// zshSeq sets the whole of psvar, read by the prompt's %1v: psvar[1]=
+// would name the second element under KSH_ARRAYS (`emulate sh`).
+func zshSeq(_, n string) string { return "psvar=(" + n + ")" }
 
 var (
 	posixShell = dialect{
@@ -246,7 +250,9 @@ var (
 	// bash: line editing stays off whatever a command does. `set -o vi`
 	// or `set -o emacs` (a common .bashrc line) turns readline on, which
 	// would then own the prompt and the command pipe; the epilogue turns
-	// it off again before the prompt is printed.
+	// it off again before the prompt is printed. It turns promptvars back
+	// on too (`shopt -u promptvars`): without it the prompt record is
+	// PS1's unexpanded text.
 	bashShell = dialect{
 		name:        "bash",
 		args:        []string{"--noediting", "--noprofile", "--norc", "-i"},
@@ -263,7 +269,7 @@ var (
 			// The history functions are parsed here, before any alias a
 			// command may define could stand in for `if` in them; neither
 			// fails, whatever errexit says.
-			return common(nonce) + f + `() { if [[ -o emacs || -o vi ]]; then \builtin set +o emacs +o vi; fi; \builtin return "$1"; }; ` +
+			return common(nonce) + f + `() { if [[ -o emacs || -o vi ]]; then \builtin set +o emacs +o vi; fi; [[ :$BASHOPTS: == *:promptvars:* ]] || \builtin shopt -s promptvars; \builtin return "$1"; }; ` +
 				hs + `() { if [[ -o history ]]; then \builtin history -s -- "$1" || \builtin :; fi; }; ` +
 				hd + `() { if [[ -o history && -z ${HISTIGNORE-} ]]; then \builtin history -d -1 2>/dev/null || \builtin :; fi; }; ` +
 				`\builtin readonly -f ` + trlName(nonce, "r") + ` ` + f + ` ` + hs + ` ` + hd + ` ` + trlName(nonce, "q") + `; ` +
@@ -279,7 +285,7 @@ var (
 	zshShell = dialect{
 		name:          "zsh",
 		args:          []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr", "--histignorespace"},
-		seqVar:        func(string) string { return "psvar[1]=" },
+		seqVar:        zshSeq,
 		printf:        `\builtin printf`,
 		epilogue:      true,
 		innerStdout:   true,
@@ -298,7 +304,7 @@ var (
 			return " " + common(nonce) + trlName(nonce, "r") + `() { \builtin eval ` + c + ` >&3 3>&-; }; ` +
 				trlName(nonce, "rc") + `() { \builtin eval '{ '` + c + `$'\n} >&3 3>&-; '` + quote(statusCapture(nonce)) + `; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
 				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
-				trlName(nonce, "f") + ` 0; ` + h + `() { \builtin emulate -L zsh; ! [[ $1 == psvar\[1\]=* ]] }; zshaddhistory_functions+=(` + h + `); \builtin unsetopt HIST_IGNORE_SPACE; ` +
+				trlName(nonce, "f") + ` 0; ` + h + `() { \builtin emulate -L zsh; ! [[ $1 == psvar=\(* ]] }; zshaddhistory_functions+=(` + h + `); \builtin unsetopt HIST_IGNORE_SPACE; ` +
 				promptRecord(nonce, `%1v`, `${PWD//\%/%%}`) + `; typeset -r PS1`
 		},
 	}
@@ -358,8 +364,7 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	var b bytes.Buffer
 	b.Grow(len(c.Text) + 200)
 	n := strconv.FormatInt(seq, 10)
-	b.WriteString(d.seqVar(nonce))
-	b.WriteString(n)
+	b.WriteString(d.seqVar(nonce, n))
 	if st.reset {
 		b.WriteString(" " + trlName(nonce, "s") + "=")
 	}

@@ -69,7 +69,7 @@ func (s *Session) settle() error {
 		s.job = j
 		s.ioMu.Unlock()
 		s.state = StateBusy
-		line := []byte(s.dialect.seqVar(s.nonce) + strconv.FormatInt(j.seq, 10) + "; { command : <&3; } 2>/dev/null || exec 3<>/dev/tty")
+		line := []byte(s.dialect.seqVar(s.nonce, strconv.FormatInt(j.seq, 10)) + "; { command : <&3; } 2>/dev/null || exec 3<>/dev/tty")
 		if s.dialect.spareStderr {
 			line = append(line, "; { command : >&4; } 2>/dev/null || exec 4>&5"...)
 		}

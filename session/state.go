@@ -270,7 +270,7 @@ func (s *Session) sendOwn(line string, aside bool) (*Line, string, error) {
 	s.ioMu.Unlock()
 	s.state = StateBusy
 	seq := strconv.FormatInt(j.seq, 10)
-	full := s.dialect.seqVar(s.nonce) + seq + "; " + line + "\n"
+	full := s.dialect.seqVar(s.nonce, seq) + "; " + line + "\n"
 	s.mu.Unlock()
 	s.log.Trace().Str("line", full).Msg("send own line")
 	write := func() {
@@ -762,6 +762,11 @@ func CheckState(st *ShellState) error {
 	for name := range st.Options {
 		if ss.reservedOption(name) {
 			return bad("option", name, "trl's protocol with the shell needs it as it is")
+		}
+		if name == "promptvars" && !st.Options[name] {
+			// A state read here always has it on (the epilogue puts it
+			// back); off, the prompt record would be PS1's unexpanded text.
+			return bad("option", name, "trl's prompt record needs it on")
 		}
 		if !isOptionName(name) {
 			return bad("option", name, "not an option name")

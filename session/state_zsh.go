@@ -14,12 +14,13 @@ import (
 // keys going through a variable: zsh keeps quotes in a subscript.
 type zshState struct{}
 
-// zshReader: TRL_ is trl's prefix. The options are read first; then
+// zshReader: TRL_ is trl's prefix. The options are read first (with
+// [@]: under KSH_ARRAYS a bare $options is its first element); then
 // `emulate -L zsh` gives the reader zsh's defaults (no ksh arrays, no
 // errexit, no xtrace) until it returns.
 const zshReader = `TRL_s() {
 \builtin local -a TRL_o TRL_n
-TRL_o=("${(@kv)options}")
+TRL_o=("${(@kv)options[@]}")
 \builtin emulate -L zsh
 \builtin local TRL_v TRL_t TRL_k TRL_l
 \builtin printf 'X\0%s\0o\0%s\0' "${TRL_x-on}" "${#TRL_o}" >&7
