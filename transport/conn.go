@@ -35,7 +35,9 @@ type ConnOptions struct {
 	// block: TCP-style back-pressure), so a client that pipelines
 	// thousands of requests gets every one answered. exec.cancel never
 	// waits in the backlog: it runs at once, so it overtakes what it
-	// cancels (unless the backlog is full and the reader waits).
+	// cancels (unless the backlog is full and the reader waits); nor do
+	// quick methods (ping, session.info, session.destroy…) while a few
+	// extra slots of their own are free (quickMethod).
 	MaxInFlight int
 	// Backlog is how many requests may wait for a slot; 0 means
 	// DefaultBacklog.
@@ -101,7 +103,10 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	slots  chan struct{}
-	wg     sync.WaitGroup
+	// quick holds the few extra slots of quick methods, taken only when
+	// every slot is busy (quickMethod).
+	quick chan struct{}
+	wg    sync.WaitGroup
 	// backlog holds requests waiting for a slot; its one consumer
 	// (drain) ends when the reader closes it.
 	backlog     chan queued
@@ -148,6 +153,7 @@ func serve(parent context.Context, r io.Reader, w io.Writer, closer func() error
 		ctx:    ctx,
 		cancel: cancel,
 		slots:  make(chan struct{}, opts.MaxInFlight),
+		quick:  make(chan struct{}, quickSlots),
 		w:      w,
 		closer: closer,
 	}
@@ -305,10 +311,41 @@ func (c *conn) dispatch(msg []byte) {
 	select {
 	case c.slots <- struct{}{}:
 		c.start(req)
+		return
 	default:
-		// Blocks the reader while the backlog is full: back-pressure.
-		c.queue(queued{req: req})
 	}
+	if quickMethod(req.Method) {
+		select {
+		case c.quick <- struct{}{}:
+			c.wg.Go(func() {
+				defer func() { <-c.quick }()
+				c.run(req)
+			})
+			return
+		default: // those are busy too: it waits its turn
+		}
+	}
+	// Blocks the reader while the backlog is full: back-pressure.
+	c.queue(queued{req: req})
+}
+
+// quickSlots is how many quick methods may run at once on a connection
+// beyond MaxInFlight.
+const quickSlots = 16
+
+// quickMethod reports whether method answers without waiting for a
+// command (its longest wait is session.destroy's bounded reaping): with
+// every slot taken by long calls (exec.run of sleep 1000, exec.wait),
+// it runs in a quick slot rather than waiting for one of them to end,
+// so a ping, a look at a session or a destroy still gets through.
+func quickMethod(method string) bool {
+	switch method {
+	case protocol.MethodSystemPing, protocol.MethodSystemStats, protocol.MethodSessionList, protocol.MethodSessionInfo,
+		protocol.MethodSessionDestroy, protocol.MethodSessionScreen, protocol.MethodSessionResize,
+		protocol.MethodExecList, protocol.MethodExecApprove:
+		return true
+	}
+	return false
 }
 
 // queued is a backlog's entry: a request, or (in a sequential

@@ -211,6 +211,27 @@ func TestConnCancelOvertakes(t *testing.T) {
 	require.Less(t, time.Since(start), time.Second)
 }
 
+// TestConnQuickMethodsOvertakeFullSlots: with every slot held by a long
+// call (64 sleeping exec.runs), a ping, session.info or session.destroy
+// on the same connection is answered at once, not after a slot frees
+// (SPEC §5: a long exec.run does not hold up a ping). Other methods
+// still wait their turn.
+func TestConnQuickMethodsOvertakeFullSlots(t *testing.T) {
+	checkGoroutines(t)
+	h := newFakeHandler()
+	c, _ := pipeConn(t, context.Background(), h, ConnOptions{MaxInFlight: 1})
+	c.send(`{"id":1,"method":"sleep","params":{"ms":2000}}` + "\n")
+	c.send(`{"id":2,"method":"echo"}` + "\n")
+	c.send(`{"id":3,"method":"system.ping"}` + "\n")
+	start := time.Now()
+	m := c.recv()
+	require.Equal(t, float64(3), m["id"], "%v", m)
+	require.Empty(t, errCode(m))
+	require.Less(t, time.Since(start), time.Second)
+	require.Equal(t, float64(1), c.recv()["id"])
+	require.Equal(t, float64(2), c.recv()["id"], "echo waited its turn")
+}
+
 func TestConnActor(t *testing.T) {
 	checkGoroutines(t)
 	c, _ := pipeConn(t, context.Background(), newFakeHandler(), ConnOptions{Actor: "uid=1 pid=2"})

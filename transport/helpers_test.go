@@ -85,6 +85,8 @@ func (h *fakeHandler) Handle(ctx context.Context, call *protocol.Call) (*protoco
 		return nil, protocol.Errorf(protocol.CodeSessionNotFound, "No session with id 's-xyz'")
 	case "panic":
 		panic("fake handler panic")
+	case protocol.MethodSystemPing:
+		return &protocol.Reply{Data: map[string]bool{"pong": true}}, nil
 	case "actor":
 		return &protocol.Reply{Data: map[string]string{"actor": protocol.CallerFrom(ctx).Actor}}, nil
 	}
