@@ -51,6 +51,9 @@ type FSReadResult struct {
 	// and how many lines Data holds.
 	LineOffset int `json:"line_offset,omitempty"`
 	Lines      int `json:"lines,omitempty"`
+	// Masked is set when Data had the session's secrets replaced by ***
+	// (Length still counts the file's bytes).
+	Masked bool `json:"masked,omitempty"`
 }
 
 // FSWriteParams are fs.write's parameters. Mode is octal text ("0644");

@@ -91,7 +91,7 @@ func (rt *Runtime) fsRead(_ context.Context, p protocol.FSReadParams) (res proto
 	if enc != protocol.EncodingAuto && enc != protocol.EncodingUTF8 && enc != protocol.EncodingBase64 {
 		return res, protocol.Errorf(protocol.CodeInvalidParams, "encoding must be \"auto\", \"utf-8\" or \"base64\", got %q", clip(enc, 32))
 	}
-	fs, sc, _, done, err := rt.fsScope(p.SessionID)
+	fs, sc, s, done, err := rt.fsScope(p.SessionID)
 	if err != nil {
 		return res, err
 	}
@@ -121,6 +121,10 @@ func (rt *Runtime) fsRead(_ context.Context, p protocol.FSReadParams) (res proto
 		Complete: c.Complete && len(data) == len(c.Data), Mode: modeString(c.Mode), MTime: timeString(c.MTime),
 		LineOffset: c.FirstLine, Lines: c.Lines,
 	}
+	// The session's secrets are masked as in its output; length still
+	// counts the file's bytes, so the next chunk's offset is
+	// offset+length. A secret cut by a chunk's end is not masked.
+	data, res.Masked = s.MaskBytes(data)
 	if enc == protocol.EncodingBase64 {
 		res.Data = base64.StdEncoding.EncodeToString(data)
 	} else {
@@ -225,7 +229,7 @@ func (rt *Runtime) fsEdit(ctx context.Context, p protocol.FSEditParams) (res pro
 	res = protocol.FSEditResult{Path: e.Path, Size: e.Size, SHA256: e.SHA256, Replacements: e.Replacements,
 		Lines: make([]protocol.FSLine, len(e.Lines)), LinesCut: e.LinesCut}
 	for i, l := range e.Lines {
-		res.Lines[i] = protocol.FSLine{Line: l.Number, Text: l.Text}
+		res.Lines[i] = protocol.FSLine{Line: l.Number, Text: s.MaskText(l.Text)}
 	}
 	return res, nil
 }

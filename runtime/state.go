@@ -25,6 +25,7 @@ func (rt *Runtime) sessionState(ctx context.Context, p protocol.SessionRef) (pro
 		return protocol.ShellState{}, err
 	}
 	rt.log.Debug().Str("session", s.ID()).Str("actor", actor).Msg("session.state")
+	s.MaskState(st)
 	return stateToWire(st), nil
 }
 
@@ -58,6 +59,12 @@ func (rt *Runtime) sessionFork(ctx context.Context, p protocol.SessionForkParams
 	cfg, err := createConfig(cp, "")
 	if err != nil {
 		return protocol.SessionInfo{}, err
+	}
+	// The fork masks what the source masks. A variable the caller's env
+	// sets anew is no longer a secret; its old value is still masked.
+	cfg.Secrets, cfg.Masks = src.ForkSecrets()
+	for k := range p.Env {
+		delete(cfg.Secrets, k)
 	}
 	// The source's state is read while the new shell starts. The reader
 	// ends with State (bounded by its own timeout); its answer waits in

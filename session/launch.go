@@ -49,6 +49,7 @@ func launchSession(id string, cfg Config, opts Options, log zerolog.Logger, l *l
 	for _, v := range cfg.Secrets {
 		s.secrets = s.secrets.with(secretParts([]byte(v)))
 	}
+	s.secrets = s.secrets.with(cfg.Masks)
 	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
 		s.releaseLease()
 		return nil, err

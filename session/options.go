@@ -52,7 +52,10 @@ type Config struct {
 	Env   map[string]string
 	// Secrets are variables like Env whose values are masked in all of
 	// the session's output (mask.go): an agent's API keys.
-	Secrets    map[string]string
+	Secrets map[string]string
+	// Masks are further secrets' bytes to mask from the start: a fork's
+	// (the source's, ForkSecrets).
+	Masks      [][]byte
 	WorkingDir string
 	Name       string
 	Timeout    time.Duration

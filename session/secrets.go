@@ -1,6 +1,9 @@
 package session
 
 import (
+	"bytes"
+	"maps"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,13 +24,75 @@ func (s *Session) AddSecret(b []byte) {
 
 // maskLog masks the session's secrets in p, for a log line.
 func (s *Session) maskLog(p []byte) []byte {
+	out, _ := s.MaskBytes(p)
+	return out
+}
+
+// secretSet is the secrets the session masks now.
+func (s *Session) secretSet() secretSet {
 	s.ioMu.Lock()
-	ss := s.secrets
-	s.ioMu.Unlock()
+	defer s.ioMu.Unlock()
+	return s.secrets
+}
+
+// MaskBytes is p with every secret of the session replaced by ***, for
+// an answer that is not the session's output (fs.read); masked reports
+// whether any was. It returns p itself when none occurs.
+func (s *Session) MaskBytes(p []byte) (out []byte, masked bool) {
+	ss := s.secretSet()
 	if len(ss) == 0 {
-		return p
+		return p, false
 	}
-	return ss.maskAll(p)
+	out = ss.maskAll(p)
+	return out, !bytes.Equal(out, p)
+}
+
+// ForkSecrets is what a session forked from this one needs to go on
+// masking what this one masks: the variables given as secrets, and the
+// bytes of every secret (those typed with exec.input secret too).
+func (s *Session) ForkSecrets() (named map[string]string, masks [][]byte) {
+	return maps.Clone(s.cfg.Secrets), slices.Clone(s.secretSet())
+}
+
+// MaskState makes st, read from this session, what a client may see of
+// it: the variables given as secrets are left out (a state carried
+// elsewhere does not take them along; not_carried says so), and the
+// bytes of every secret elsewhere in it (a value that holds one, a
+// function that prints one) are replaced by ***.
+func (s *Session) MaskState(st *ShellState) {
+	for _, name := range slices.Sorted(maps.Keys(s.cfg.Secrets)) {
+		_, env := st.Env[name]
+		delete(st.Env, name)
+		n := len(st.Vars)
+		st.Vars = slices.DeleteFunc(st.Vars, func(v Var) bool { return v.Name == name })
+		st.Readonly = slices.DeleteFunc(st.Readonly, func(v string) bool { return v == name })
+		if env || len(st.Vars) < n {
+			st.NotCarried = append(st.NotCarried, NotCarried{What: "variable", Detail: name + ": a secret (session.create's secrets); give it again in the new session's secrets"})
+		}
+	}
+	if len(s.secretSet()) == 0 {
+		return
+	}
+	m := s.MaskText
+	st.Cwd = m(st.Cwd)
+	for _, vs := range []map[string]string{st.Env, st.Functions, st.Aliases} {
+		for k, v := range vs {
+			vs[k] = m(v)
+		}
+	}
+	for i := range st.Vars {
+		v := &st.Vars[i]
+		v.Value = m(v.Value)
+		for j := range v.Array {
+			v.Array[j] = m(v.Array[j])
+		}
+		for k, x := range v.Assoc {
+			v.Assoc[k] = m(x)
+		}
+	}
+	for i := range st.Dirs {
+		st.Dirs[i] = m(st.Dirs[i])
+	}
 }
 
 // flushHeld hands on the bytes a stream held back as a possible start of
@@ -169,11 +234,8 @@ func (s *Session) atPasswordPrompt() bool {
 // that is not its output (a command's text in the audit log and in
 // exec.list, typed input in the audit log).
 func (s *Session) MaskText(t string) string {
-	s.ioMu.Lock()
-	ss := s.secrets
-	s.ioMu.Unlock()
-	if len(ss) == 0 {
-		return t
+	if out, masked := s.MaskBytes([]byte(t)); masked {
+		return string(out)
 	}
-	return string(ss.maskAll([]byte(t)))
+	return t
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -556,7 +557,10 @@ func (s *Session) applyErrors(sf stateFiles) error {
 // business) becomes the new home.
 func (st *ShellState) rehome(home string) {
 	old := st.Env["HOME"]
-	st.Env = maps(st.Env)
+	st.Env = maps.Clone(st.Env)
+	if st.Env == nil {
+		st.Env = map[string]string{}
+	}
 	st.Env["HOME"] = home
 	move := func(p string) string {
 		if old != "" && old != "/" && (p == old || strings.HasPrefix(p, old+"/")) {
@@ -589,14 +593,6 @@ func (st *ShellState) has(name string) bool {
 		}
 	}
 	return false
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func clipText(s string, n int) string {
