@@ -80,22 +80,22 @@ func (s *shellSet) has(pid int) bool {
 	return ok
 }
 
-// ticksSinceBoot reads /proc/uptime in the clock ticks (USER_HZ, 100 on
-// Linux) that /proc/PID/stat uses for start times.
+// ticksSinceBoot is CLOCK_BOOTTIME in the clock ticks (USER_HZ, 100 on
+// Linux) that /proc/PID/stat uses for start times: the kernel stamps a
+// process with that clock when it forks it and divides by 10 ms, rounding
+// down, as this does.
 func ticksSinceBoot() int64 {
-	b, err := os.ReadFile("/proc/uptime")
-	if err != nil {
-		return 1
+	return bootNanos() / int64(10*time.Millisecond)
+}
+
+// bootNanos reads CLOCK_BOOTTIME, the clock the kernel stamps a process's
+// start with (and /proc/uptime shows), in nanoseconds; 0 if it cannot.
+func bootNanos() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0
 	}
-	f := bytes.Fields(b)
-	if len(f) == 0 {
-		return 1
-	}
-	sec, err := strconv.ParseFloat(string(f[0]), 64)
-	if err != nil {
-		return 1
-	}
-	return int64(sec*100) + 1
+	return ts.Nano()
 }
 
 // Strays lists the session's live processes, its shell aside, that
@@ -106,9 +106,7 @@ func (s *Session) Strays(since time.Time) []int {
 	if s.tree.sid == 0 {
 		return nil
 	}
-	// Start times are in clock ticks since boot (100 a second); one tick
-	// of slack for the rounding.
-	from := ticksSinceBoot() - int64(time.Since(since)/(10*time.Millisecond)) - 1
+	from := startTick(since)
 	var out []int
 	for _, pid := range s.tree.members() {
 		if pid == s.pid {
@@ -119,6 +117,18 @@ func (s *Session) Strays(since time.Time) []int {
 		}
 	}
 	return out
+}
+
+// startTick is the clock tick since boot (as /proc/PID/stat counts start
+// times: 100 a second, rounded down) in which since fell, or an earlier
+// one, never a later: every process started at since or later has a start
+// time at least this. The boot clock is read before the time since since,
+// so their difference is at most the boot clock at since. (Reading
+// /proc/uptime as a float and adding a tick, as this did, gave up to the
+// tick after since's: a process forked in since's own tick, as a stray
+// often is, was left out.)
+func startTick(since time.Time) int64 {
+	return (bootNanos() - int64(time.Since(since))) / int64(10*time.Millisecond)
 }
 
 // kill ends every process of the tree, the shell first so that nothing
