@@ -26,11 +26,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	streamMB := fs.Int("stream-mb", 0, "MB of output exec.stream delivers (default 200; 8 with --quick)")
 	only := fs.String("only", "", "comma-separated groups to run, of "+strings.Join(bench.Groups, ",")+" (default all)")
 	setUsage(fs, "trl bench [flags]   measure a daemon: latency, throughput, memory")
-	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
-	if fs.NArg() > 0 || *sessions < 0 || *streamMB < 0 {
-		fmt.Fprintln(stderr, "usage: trl bench [--socket PATH [--http ADDR]] [--json] [--quick] [--sessions N] [--stream-mb N] [--only GROUPS]")
+	if !noArgs(fs, stderr) {
+		return 2
+	}
+	if *sessions < 0 || *streamMB < 0 {
+		fmt.Fprintln(stderr, "trl bench: --sessions and --stream-mb may not be negative")
 		return 2
 	}
 	opts := bench.Options{Socket: *socket, HTTPAddr: *httpAddr, Quick: *quick, Sessions: *sessions, StreamMB: *streamMB, Progress: stderr}

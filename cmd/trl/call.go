@@ -32,21 +32,25 @@ func call(args []string, stdout, stderr io.Writer) int {
 	var timeout time.Duration
 	fs.Var((*durationOrSeconds)(&timeout), "timeout", "give up after this long, e.g. 30s or 2m (a bare number is seconds; 0: wait as long as the call takes); a command exec.run or exec.stream started is then interrupted, as on Ctrl-C")
 	httpURL := fs.String("http", "", "call a daemon's HTTP transport at this URL (e.g. http://127.0.0.1:8765) with the token in TRL_AUTH_TOKEN")
-	setUsage(fs, "trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
+	setUsage(fs, callSynopsis+"\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
 	// Flags may also follow METHOD or PARAMS_JSON (`trl call system.ping
 	// --timeout 1s`): each stretch of arguments is parsed in turn.
 	var pos []string
 	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			return parseExit(err)
+		if code, ok := parseFlags(fs, rest, stdout, stderr); !ok {
+			return code
 		}
 		if fs.NArg() == 0 {
 			break
 		}
 		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	if len(pos) < 1 || len(pos) > 2 {
-		fmt.Fprintln(stderr, "usage: trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]")
+	switch {
+	case len(pos) < 1:
+		fmt.Fprintln(stderr, "trl call: METHOD is missing (e.g. trl call system.ping)\nusage: "+callSynopsis)
+		return 2
+	case len(pos) > 2:
+		fmt.Fprintf(stderr, "trl call: too many arguments: %q after METHOD and PARAMS_JSON (quote the JSON as one argument)\nusage: %s\n", pos[2:], callSynopsis)
 		return 2
 	}
 	method := pos[0]
@@ -85,6 +89,8 @@ func call(args []string, stdout, stderr io.Writer) int {
 	defer c.Close()
 	return printCall(ctx, c, method, params, stdout, stderr)
 }
+
+const callSynopsis = "trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]"
 
 // callID is the id `trl call` prints its response with.
 var callID = &protocol.Request{Dialect: protocol.TRL, ID: json.RawMessage("1")}

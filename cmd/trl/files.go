@@ -18,7 +18,14 @@ func (r *fsRoots) Set(v string) error {
 }
 
 func (r *fsRoots) register(fs *flag.FlagSet) {
-	fs.Var(r, "fs-root", "confine fs.* and /files to this directory tree, enforced by the kernel (openat2 RESOLVE_BENEATH); repeatable; default: the whole filesystem, with each session's permissions")
+	what := "fs.*"
+	switch fs.Name() {
+	case "trl serve":
+		what = "fs.* and /files"
+	case "trl mcp":
+		what = "the file tools (fs.*)"
+	}
+	fs.Var(r, "fs-root", "confine "+what+" to this directory tree, enforced by the kernel (openat2 RESOLVE_BENEATH); repeatable; default: the whole filesystem, with each session's permissions")
 }
 
 // open opens the trees (nil without --fs-root: the runtime uses the whole

@@ -19,7 +19,11 @@ type isolateFlags struct {
 
 func (f *isolateFlags) register(fs *flag.FlagSet) {
 	def := fmt.Sprintf("%d-%d", session.DefaultUIDRange[0], session.DefaultUIDRange[1])
-	fs.BoolVar(&f.on, "isolate", false, "run each session (each gateway tenant and workspace) under its own uid and gid, with a private home and a process limit; needs root, or CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL, CAP_DAC_OVERRIDE, CAP_SYS_PTRACE and CAP_SYS_ADMIN (its own /tmp, /var/tmp, /dev/shm and IPC per session)")
+	each := "each session"
+	if fs.Name() == "trl serve" {
+		each = "each session (each gateway tenant and workspace)"
+	}
+	fs.BoolVar(&f.on, "isolate", false, "run "+each+" under its own uid and gid, with a private home and a process limit; needs root, or CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL, CAP_DAC_OVERRIDE, CAP_SYS_PTRACE and CAP_SYS_ADMIN (its own /tmp, /var/tmp, /dev/shm and IPC per session)")
 	fs.StringVar(&f.uidRange, "uid-range", def, "with --isolate: the uids (and gids) handed to sessions, FIRST-LAST; no account may use them")
 	fs.Uint64Var(&f.nproc, "isolate-nproc", 256, "with --isolate: RLIMIT_NPROC, the most processes one session's uid may run")
 	fs.StringVar(&f.homes, "isolate-homes", "", "with --isolate: where the sessions' homes are made (default $TMPDIR/trl-homes); every directory above it must be enterable by others")

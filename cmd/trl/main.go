@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -30,14 +31,14 @@ usage:
   trl serve  [--instance NAME | --socket PATH] [--http ADDR] [--log-level LEVEL] [limits...]
   trl stdio  [limits...]
   trl call   [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]
-  trl bench  [--socket PATH] [--json] [--quick] [--only GROUPS] [--sessions N] [--stream-mb N]
+  trl bench  [--socket PATH [--http ADDR]] [--json] [--quick] [--only GROUPS] [--sessions N] [--stream-mb N]
   trl console [--http URL] [--approver]   print a one-time login URL for the web console
   trl mcp    [--socket PATH | --instance NAME]   MCP on stdio (bridges to a daemon, else in-process)
   trl version
 
 serve, call and mcp find the socket by --socket, else --instance, else
 $TRL_SOCKET, else /tmp/trl-default.sock. Run "trl COMMAND --help" for a
-command's flags.
+command's flags (or "trl help COMMAND").
 `
 
 func main() {
@@ -48,30 +49,48 @@ func main() {
 	if os.Args[1] == "serve" || os.Args[1] == "stdio" || os.Args[1] == "mcp" {
 		hideSecrets()
 	}
+	os.Exit(run(os.Args[1], os.Args[2:]))
+}
+
+// run runs the command named cmd with its arguments and returns the exit
+// status.
+func run(cmd string, args []string) int {
 	var code int
-	switch os.Args[1] {
+	switch cmd {
 	case "serve":
-		code = serve(os.Args[2:])
+		code = serve(args)
 	case "stdio":
-		code = stdio(os.Args[2:])
+		code = stdio(args)
 	case "call":
-		code = call(os.Args[2:], os.Stdout, os.Stderr)
+		code = call(args, os.Stdout, os.Stderr)
 	case "bench":
-		code = benchCmd(os.Args[2:], os.Stdout, os.Stderr)
+		code = benchCmd(args, os.Stdout, os.Stderr)
 	case "console":
-		code = consoleCmd(os.Args[2:], os.Stdout, os.Stderr)
+		code = consoleCmd(args, os.Stdout, os.Stderr)
 	case "mcp":
-		code = mcpCmd(os.Args[2:])
+		code = mcpCmd(args)
 	case "version", "--version", "-v":
 		fmt.Println("trl", runtime.Version)
 	case "help", "--help", "-h":
-		fmt.Print(usage)
+		// `trl help serve` is `trl serve --help`.
+		switch {
+		case len(args) == 0:
+			fmt.Print(usage)
+		case len(args) == 1 && slices.Contains(commands, args[0]):
+			code = run(args[0], []string{"--help"})
+		default:
+			fmt.Fprintf(os.Stderr, "trl help: no command %q; the commands are %s\n", strings.Join(args, " "), strings.Join(commands, ", "))
+			code = 2
+		}
 	default:
-		fmt.Fprintf(os.Stderr, "trl: unknown command %q\n\n%s", os.Args[1], usage)
+		fmt.Fprintf(os.Stderr, "trl: unknown command %q\n\n%s", cmd, usage)
 		code = 2
 	}
-	os.Exit(code)
+	return code
 }
+
+// commands are the commands that have flags, and so a --help of their own.
+var commands = []string{"serve", "stdio", "call", "mcp", "console", "bench"}
 
 // newLogger writes to stderr: JSON, or a readable console format when
 // stderr is a terminal. Nothing but the protocol ever goes to stdout.

@@ -29,8 +29,15 @@ func mcpCmd(args []string) int {
 	instance := fs.String("instance", "default", "the daemon's instance: its socket is /tmp/trl-NAME.sock (without --socket or --instance, $TRL_SOCKET comes first)")
 	socket := fs.String("socket", "", "the daemon's socket (overrides --instance)")
 	setUsage(fs, "trl mcp [flags]   MCP on stdio: bridges to the daemon on the socket, else runs one in-process\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
-	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
+	if code, ok := parseFlags(fs, args, os.Stdout, os.Stderr); !ok {
+		return code
+	}
+	if !noArgs(fs, os.Stderr) {
+		return 2
+	}
+	if err := l.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
+		return 2
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {

@@ -41,11 +41,20 @@ type limits struct {
 	fsRoots       fsRoots
 }
 
+// register adds the flags to fs, the flag set of `trl serve`, `trl
+// stdio` or `trl mcp`; the help says what each does under that command.
 func (l *limits) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
-	fs.IntVar(&l.maxSessions, "max-sessions", 256, "most live sessions at once")
+	fs.IntVar(&l.maxSessions, "max-sessions", 256, "most live sessions at once (at least 1)")
 	fs.IntVar(&l.maxMessageBytes, "max-message-bytes", 16<<20, "largest request accepted, in bytes")
-	fs.IntVar(&l.maxInFlight, "max-inflight", 64, "most requests running at once on one connection")
+	inflight := "most requests running at once on one socket connection"
+	switch fs.Name() {
+	case "trl stdio":
+		inflight = "no effect: trl stdio runs requests one at a time, in order (system.stats reports the value)"
+	case "trl mcp":
+		inflight = "no effect: MCP's own transport carries the requests (system.stats reports the value)"
+	}
+	fs.IntVar(&l.maxInFlight, "max-inflight", 64, inflight)
 	fs.IntVar(&l.streamWindow, "stream-window", exec.DefaultWindow, "bytes of recent output each exec.stream keeps for slow or returning readers")
 	fs.DurationVar(&l.streamRetain, "stream-retain", 10*time.Minute, "how long a finished stream stays readable by exec.read and exec.attach")
 	fs.IntVar(&l.maxStreams, "max-streams", 256, "most finished streams kept")
@@ -56,6 +65,14 @@ func (l *limits) register(fs *flag.FlagSet) {
 	l.isolate.register(fs)
 	l.sessionLimits.register(fs)
 	l.fsRoots.register(fs)
+}
+
+// check refuses values the flags cannot take.
+func (l *limits) check() error {
+	if l.maxSessions < 1 {
+		return fmt.Errorf("--max-sessions must be at least 1, got %d", l.maxSessions)
+	}
+	return nil
 }
 
 // runtime builds the method table these limits describe.
@@ -145,8 +162,15 @@ func serve(args []string) int {
 	var mf metricsFlags
 	mf.register(fs)
 	setUsage(fs, "trl serve [flags]   the daemon, on the socket (and HTTP with --http)\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
-	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
+	if code, ok := parseFlags(fs, args, os.Stdout, os.Stderr); !ok {
+		return code
+	}
+	if !noArgs(fs, os.Stderr) {
+		return 2
+	}
+	if err := l.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
+		return 2
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {
@@ -230,8 +254,15 @@ func stdio(args []string) int {
 	var l limits
 	l.register(fs)
 	setUsage(fs, "trl stdio [flags]   the method table on stdin/stdout, without a daemon")
-	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
+	if code, ok := parseFlags(fs, args, os.Stdout, os.Stderr); !ok {
+		return code
+	}
+	if !noArgs(fs, os.Stderr) {
+		return 2
+	}
+	if err := l.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
+		return 2
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // setUsage makes fs print its flags as they are typed: `--name ARG`, and
@@ -43,28 +45,30 @@ func isSwitch(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// argName names f's argument by its type. The flag package's UnquoteUsage
-// is not used: it reads back-quoted words of the help text as the name.
+// argName names f's argument: as argNames says, else by its type. The
+// flag package's UnquoteUsage is not used: it reads back-quoted words of
+// the help text as the name.
 func argName(cmd string, f *flag.Flag) string {
-	switch fmt.Sprintf("%T", f.Value) {
-	case "*flag.durationValue":
-		return "DURATION"
-	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
-		return "N"
-	case "*flag.float64Value":
-		return "X"
-	}
 	if name := argNames[cmd+" --"+f.Name]; name != "" {
 		return name
 	}
 	if name := argNames[f.Name]; name != "" {
 		return name
 	}
+	switch fmt.Sprintf("%T", f.Value) {
+	case "*flag.durationValue", "*main.durationOrSeconds":
+		return "DURATION"
+	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
+		return "N"
+	case "*flag.float64Value":
+		return "X"
+	}
 	return "VALUE"
 }
 
-// argNames are the string flags' argument names, where VALUE says less;
-// "trl call --http" names one command's flag.
+// argNames are the flags' argument names where the type's (VALUE, N, X)
+// says less; "trl call --http" names one command's flag. The README's
+// command-line summary uses the same names.
 var argNames = map[string]string{
 	"trl call --http":    "URL",
 	"trl console --http": "URL",
@@ -78,6 +82,10 @@ var argNames = map[string]string{
 	"isolate-homes":      "DIR",
 	"uid-range":          "FIRST-LAST",
 	"only":               "GROUPS",
+	"policy":             "FILE",
+	"fs-root":            "DIR",
+	"session-memory":     "MIB",
+	"session-cpu":        "CPUS",
 }
 
 // flagDefault is f's default as help shows it, or "" for a zero value.
@@ -92,11 +100,39 @@ func flagDefault(f *flag.Flag) string {
 	return f.DefValue
 }
 
-// parseExit is a command's exit status when its flags did not parse: 0
-// for --help (the usage was asked for and printed), 2 for a mistake.
-func parseExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+// parseFlags parses args into fs. When it returns false the command ends
+// with code: 0 after --help, whose usage was asked for and goes to
+// stdout (`trl serve --help | grep record`); 2 after a mistake, said on
+// stderr with the usage.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var said bytes.Buffer
+	fs.SetOutput(&said)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		stdout.Write(said.Bytes())
+		return 0, false
+	default:
+		stderr.Write(said.Bytes())
+		return 2, false
 	}
-	return 2
+}
+
+// noArgs refuses the arguments left after a command's flags, which it
+// would otherwise ignore (`trl serve nu1` served the default socket).
+// It says what was not understood on stderr and returns false.
+func noArgs(fs *flag.FlagSet, stderr io.Writer) bool {
+	if fs.NArg() == 0 {
+		return true
+	}
+	arg := fs.Arg(0)
+	fmt.Fprintf(stderr, "%s: unexpected argument %q: this command takes only flags", fs.Name(), arg)
+	if fs.Lookup("instance") != nil && !strings.HasPrefix(arg, "-") && !strings.ContainsAny(arg, "/ ") {
+		fmt.Fprintf(stderr, " (to name an instance, give --instance %s)", arg)
+	}
+	fmt.Fprintf(stderr, "; run `%s --help` for them\n", fs.Name())
+	return false
 }
