@@ -95,6 +95,11 @@ func startDaemonAt(t *testing.T, socket, bin string, env []string, args ...strin
 	require.NoError(t, d.cmd.Start())
 	go func() { d.done <- d.cmd.Wait() }()
 	require.Eventually(t, func() bool {
+		// The socket is claimed first; "trl serving" says every other
+		// listener (metrics, HTTP) is up and logged too.
+		if !strings.Contains(d.stderr.String(), `"message":"trl serving"`) {
+			return false
+		}
 		c, err := net.Dial("unix", socket)
 		if err == nil {
 			c.Close()

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +44,29 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the web console on /console/ (read-only; log in with the one-time URL this logs, or `trl console`)")
 	fs.BoolVar(&f.consoleWrite, "console-write", false, "let a person logged into the console type into sessions (audited as actor console); implies --console-approve")
 	fs.BoolVar(&f.consoleApprove, "console-approve", false, "let a person logged into the console approve or deny commands the --policy holds for approval")
-	fs.StringVar(&f.record, "record", "", "record each session's terminal (asciicast v2) and commands (JSON lines) into this directory; the console replays them")
+	fs.StringVar(&f.record, "record", "", "record each session's terminal (asciicast v2) and commands (JSON lines) into this directory, with or without --http; the console replays them, and so does `asciinema play`")
+}
+
+// check refuses the console's flags without --http: the console is
+// served over HTTP, and a daemon started with --console alone had none
+// and said nothing.
+func (f *httpFlags) check() error {
+	if f.addr != "" {
+		return nil
+	}
+	var given []string
+	for _, c := range []struct {
+		name string
+		on   bool
+	}{{"--console", f.console}, {"--console-write", f.consoleWrite}, {"--console-approve", f.consoleApprove}} {
+		if c.on {
+			given = append(given, c.name)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: the web console is served over HTTP; add --http ADDR (e.g. --http 127.0.0.1:8765, with TRL_AUTH_TOKEN set)", strings.Join(given, ", "))
 }
 
 // httpServing is the HTTP server and its gateway; a nil one (no --http)
@@ -52,8 +75,6 @@ type httpServing struct {
 	srv    *transport.HTTPServer
 	gw     *gateway.Gateway
 	served chan error
-	// stopRecording ends the recorder (nil: none).
-	stopRecording func()
 }
 
 // listen checks the token and binds the HTTP address; nil when --http was
@@ -96,19 +117,26 @@ func (f *httpFlags) listen(log zerolog.Logger, rt *runtime.Runtime, maxBody int)
 		log.Info().Str("url", con.LoginURL("http://"+srv.Addr().String())).Bool("write", f.consoleWrite).
 			Msg("web console: open this one-time login URL (or run `trl console` for another)")
 	}
-	if f.record != "" {
-		rec, err := console.NewRecorder(f.record, 0, rt, log)
-		if err != nil {
-			srv.Close()
-			gw.Close()
-			return nil, err
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); rec.Run(ctx) }()
-		hs.stopRecording = func() { cancel(); <-done }
-	}
 	return hs, nil
+}
+
+// record starts recording every session into dir (--record), with or
+// without --http: the files are for the console's replays and for
+// `asciinema play`. It returns the func that stops the recorder; it
+// does nothing without --record.
+func record(dir string, rt *runtime.Runtime, log zerolog.Logger) (stop func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	rec, err := console.NewRecorder(dir, 0, rt, log)
+	if err != nil {
+		return nil, fmt.Errorf("--record: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rec.Run(ctx) }()
+	log.Info().Str("record", dir).Msg("recording every session's terminal and commands")
+	return func() { cancel(); <-done }, nil
 }
 
 // mcpHandler serves MCP's Streamable HTTP on /mcp with trl's tools on api.
@@ -209,20 +237,14 @@ func (s *httpServing) shutdown(ctx context.Context) (wait func()) {
 	return func() {
 		<-drained
 		s.gw.Close()
-		if s.stopRecording != nil {
-			s.stopRecording()
-		}
 	}
 }
 
-// close ends a server that never got to serve (the socket failed).
+// close ends a server that never got to serve.
 func (s *httpServing) close() {
 	if s == nil {
 		return
 	}
 	s.srv.Close()
 	s.gw.Close()
-	if s.stopRecording != nil {
-		s.stopRecording()
-	}
 }

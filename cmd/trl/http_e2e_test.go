@@ -55,7 +55,7 @@ func startHTTPDaemonBin(t *testing.T, bin string, args ...string) *httpDaemon {
 		if m := httpAddrRE.FindStringSubmatch(d.stderr.String()); m != nil {
 			addr = m[1]
 		}
-		if addr == "" {
+		if addr == "" || !strings.Contains(d.stderr.String(), `"message":"trl serving"`) {
 			return false
 		}
 		c, err := net.Dial("unix", socket)

@@ -168,7 +168,7 @@ func serve(args []string) int {
 	if !noArgs(fs, os.Stderr) {
 		return 2
 	}
-	if err := l.check(); err != nil {
+	if err := errors.Join(l.check(), hf.check()); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
 		return 2
 	}
@@ -184,8 +184,25 @@ func serve(args []string) int {
 		return 1
 	}
 	defer closeAudit()
+	// The socket is claimed before anything else listens: a daemon
+	// already on it ends this start before it logs an HTTP address or
+	// a console login URL that would be dead a moment later.
+	srv, err := transport.ListenUnix(path, transport.UnixOptions{
+		Logger:          log,
+		AllowAnyUID:     *allowAnyUID,
+		MaxMessageBytes: l.maxMessageBytes,
+		MaxInFlight:     l.maxInFlight,
+	})
+	if errors.Is(err, transport.ErrAlreadyListening) {
+		err = fmt.Errorf("another trl daemon is already listening on %s: stop it first, or give this one a socket of its own with --instance NAME (/tmp/trl-NAME.sock) or --socket PATH", path)
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("cannot listen")
+		return 1
+	}
 	obs, err := mf.install(log, rt)
 	if err != nil {
+		srv.Close()
 		log.Error().Err(err).Msg("cannot listen on --metrics")
 		return 1
 	}
@@ -199,20 +216,18 @@ func serve(args []string) int {
 
 	hs, err := hf.listen(log, rt, l.maxMessageBytes)
 	if err != nil {
+		srv.Close()
 		log.Error().Err(err).Msg("cannot start")
 		return 1
 	}
-	srv, err := transport.ListenUnix(path, transport.UnixOptions{
-		Logger:          log,
-		AllowAnyUID:     *allowAnyUID,
-		MaxMessageBytes: l.maxMessageBytes,
-		MaxInFlight:     l.maxInFlight,
-	})
+	stopRecording, err := record(hf.record, rt, log)
 	if err != nil {
 		hs.close()
-		log.Error().Err(err).Msg("cannot listen")
+		srv.Close()
+		log.Error().Err(err).Msg("cannot start")
 		return 1
 	}
+	defer stopRecording()
 	log.Info().Str("socket", path).Str("version", runtime.Version).Int("pid", os.Getpid()).Msg("trl serving")
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), rt) }()
@@ -245,6 +260,7 @@ func serve(args []string) int {
 	<-drained
 	<-served
 	httpDrained()
+	stopRecording()
 	log.Info().Msg("stopped")
 	return 0
 }
