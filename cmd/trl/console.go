@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -47,8 +49,14 @@ func consoleCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
+	resp, err := askDaemon(req)
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// The address may well be right: `trl serve ... & trl console`
+		// asks before the daemon listens.
+		fmt.Fprintf(stderr, "trl console: no daemon answered at %s within %s (connection refused). Start one with `trl serve --http ADDR --console` (TRL_AUTH_TOKEN set); a daemon on another address is named with --http ADDR\n", u, consoleWait)
+		return 1
+	case err != nil:
 		fmt.Fprintf(stderr, "trl console: no daemon answers at %s (%v): pass the address of a daemon started with `trl serve --http ADDR --console` as --http ADDR\n", u, err)
 		return 1
 	}
@@ -58,7 +66,14 @@ func consoleCmd(args []string, stdout, stderr io.Writer) int {
 		Error string `json:"error"`
 	}
 	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&out)
-	if resp.StatusCode != http.StatusOK || out.URL == "" {
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized && *approver:
+		fmt.Fprintf(stderr, "trl console: the daemon at %s refused the token: TRL_APPROVER_TOKEN here does not match the TRL_APPROVER_TOKEN the daemon was started with, or the daemon was started without --console-approve\n", u)
+		return 1
+	case resp.StatusCode == http.StatusUnauthorized:
+		fmt.Fprintf(stderr, "trl console: the daemon at %s refused the token: TRL_AUTH_TOKEN here does not match the TRL_AUTH_TOKEN the daemon was started with\n", u)
+		return 1
+	case resp.StatusCode != http.StatusOK || out.URL == "":
 		msg := out.Error
 		if msg == "" {
 			msg = resp.Status + " (is the daemon serving --http with --console?)"
@@ -68,4 +83,23 @@ func consoleCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, out.URL)
 	return 0
+}
+
+// consoleWait is how long `trl console` keeps asking while nothing
+// listens at the address (a variable for tests).
+var consoleWait = 5 * time.Second
+
+// askDaemon sends req, again every 100 ms while the connection is
+// refused, for up to consoleWait: a daemon started in the background
+// just before (`trl serve ... & trl console`) may not listen yet.
+func askDaemon(req *http.Request) (*http.Response, error) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(consoleWait)
+	for {
+		resp, err := client.Do(req)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
+			return resp, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -140,16 +140,82 @@ func TestConsoleInABrowser(t *testing.T) {
 
 // TestConsoleCommandWithNoDaemonSaysHow: `trl console` with no daemon at
 // the address says how to start one and how to name its address (it
-// printed only "connection refused").
+// printed only "connection refused"), without telling the user to fix
+// an address that may be right.
 func TestConsoleCommandWithNoDaemonSaysHow(t *testing.T) {
+	defer func(w time.Duration) { consoleWait = w }(consoleWait)
+	consoleWait = 300 * time.Millisecond
+	addr := freeAddr(t)
+	var stdout, stderr strings.Builder
+	t.Setenv("TRL_AUTH_TOKEN", "x")
+	start := time.Now()
+	code := consoleCmd([]string{"--http", addr}, &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.GreaterOrEqual(t, time.Since(start), consoleWait, "it asked again for consoleWait")
+	assert.Contains(t, stderr.String(), "no daemon answered at http://"+addr+" within 300ms")
+	assert.Contains(t, stderr.String(), "trl serve --http ADDR --console")
+	assert.NotContains(t, stderr.String(), "pass the address")
+}
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	l.Close()
+	return addr
+}
+
+// TestConsoleWaitsForTheDaemon: `trl serve ... & trl console`, as the
+// README has it, gets its URL from a daemon that listens a moment after
+// trl console first asks (it failed every time: connection refused).
+func TestConsoleWaitsForTheDaemon(t *testing.T) {
+	addr := freeAddr(t)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/console/api/login-url" && r.Header.Get("Authorization") == "Bearer x" {
+			w.Write([]byte(`{"url":"http://` + addr + `/console/login?token=abc"}`))
+			return
+		}
+		http.Error(w, "no", http.StatusNotFound)
+	})}
+	served := make(chan error, 1)
+	timer := time.AfterFunc(time.Second, func() {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			served <- err
+			return
+		}
+		served <- srv.Serve(l)
+	})
+	defer func() {
+		timer.Stop()
+		srv.Close()
+	}()
 	var stdout, stderr strings.Builder
 	t.Setenv("TRL_AUTH_TOKEN", "x")
 	code := consoleCmd([]string{"--http", addr}, &stdout, &stderr)
-	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr.String(), "no daemon answers at http://"+addr)
-	assert.Contains(t, stderr.String(), "trl serve --http ADDR --console")
+	require.Equal(t, 0, code, "%s", stderr.String())
+	assert.Equal(t, "http://"+addr+"/console/login?token=abc\n", stdout.String())
+}
+
+// TestConsoleWrongTokenSaysSo: a token the daemon refuses is said to be
+// the wrong one (a 401 asked whether the daemon served --console).
+func TestConsoleWrongTokenSaysSo(t *testing.T) {
+	t.Setenv("TRL_APPROVER_TOKEN", approverToken)
+	for _, args := range [][]string{{"--console"}, nil} {
+		d := startHTTPDaemon(t, args...)
+		var stdout, stderr strings.Builder
+		t.Setenv("TRL_AUTH_TOKEN", "wrong")
+		code := consoleCmd([]string{"--http", d.url}, &stdout, &stderr)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr.String(), "TRL_AUTH_TOKEN here does not match the TRL_AUTH_TOKEN the daemon was started with", "serve %v", args)
+		assert.NotContains(t, stderr.String(), "is the daemon serving")
+
+		stderr.Reset()
+		t.Setenv("TRL_APPROVER_TOKEN", "wrong")
+		code = consoleCmd([]string{"--http", d.url, "--approver"}, &stdout, &stderr)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr.String(), "TRL_APPROVER_TOKEN here does not match", "serve %v", args)
+		t.Setenv("TRL_APPROVER_TOKEN", approverToken)
+	}
 }
