@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,13 +23,24 @@ import (
 // answering on the socket, so sessions outlive the MCP client; without
 // one it runs the runtime in-process. Logs go to stderr: stdout carries
 // only MCP.
+//
+// The runtime's flags (--policy, --isolate, --fs-root, --max-sessions
+// and the rest; all but --socket, --instance and --log-level) set up the
+// in-process runtime only: a daemon keeps its own. When one of them is
+// given and a daemon answers, trl mcp refuses to start rather than drop
+// it: a --policy in an agent's MCP config that was silently not applied
+// was a guard its user believed in.
 func mcpCmd(args []string) int {
 	fs := flag.NewFlagSet("trl mcp", flag.ContinueOnError)
 	var l limits
 	l.register(fs)
 	instance := fs.String("instance", "default", "the daemon's instance: its socket is /tmp/trl-NAME.sock (without --socket or --instance, $TRL_SOCKET comes first)")
 	socket := fs.String("socket", "", "the daemon's socket (overrides --instance)")
-	setUsage(fs, "trl mcp [flags]   MCP on stdio: bridges to the daemon on the socket, else runs one in-process\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
+	setUsage(fs, "trl mcp [flags]   MCP on stdio: bridges to the daemon on the socket, else runs one in-process\n\n"+
+		"The socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.\n"+
+		"Every flag but --socket, --instance and --log-level sets up the in-process runtime:\n"+
+		"when one is given and a daemon answers on the socket, trl mcp refuses to start\n"+
+		"(the daemon's own flags apply there; give it those, or pick a socket no daemon serves).")
 	if code, ok := parseFlags(fs, args, os.Stdout, os.Stderr); !ok {
 		return code
 	}
@@ -52,6 +64,13 @@ func mcpCmd(args []string) int {
 	var check func(context.Context, string) error
 	if c, started := dialDaemon(ctx, path); c != nil {
 		defer c.Close()
+		if given := runtimeFlags(fs); len(given) > 0 {
+			log.Error().Str("socket", path).Strs("flags", given).Msg("trl mcp: a trl daemon answers on " + path + ", so this would bridge to it, and " +
+				strings.Join(given, ", ") + " would not apply: they set up the runtime trl mcp runs in-process, and the daemon keeps its own. " +
+				"Give them to the daemon (trl serve " + given[0] + " ...), or leave them out to use the daemon as it is, " +
+				"or give trl mcp --instance NAME or --socket PATH of a socket no daemon serves to run in-process with them")
+			return 2
+		}
 		log.Info().Str("socket", path).Msg("trl mcp: bridging to the daemon; sessions outlive this MCP client")
 		api = c
 		check = (&daemonWatch{c: c, socket: path, started: started}).check
@@ -85,6 +104,20 @@ func mcpCmd(args []string) int {
 }
 
 var errSignalled = errors.New("trl mcp: stopped by a signal")
+
+// runtimeFlags are the flags given on the command line that set up an
+// in-process runtime, as --name.
+func runtimeFlags(fs *flag.FlagSet) []string {
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "socket", "instance", "log-level":
+		default:
+			given = append(given, "--"+f.Name)
+		}
+	})
+	return given
+}
 
 // dialDaemon returns a client of the daemon on socket when one answers
 // system.ping within 2 s, with when that daemon started; else nil.
