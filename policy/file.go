@@ -70,6 +70,21 @@ func (p *Policy) Default() Action { return p.def }
 // Unknown is the action for what cannot be known before the line runs.
 func (p *Policy) Unknown() Action { return p.unknown }
 
+// Asks names the rules whose action is ask, in order, then "default"
+// when that is ask (the unknown action is Unknown).
+func (p *Policy) Asks() []string {
+	var names []string
+	for _, r := range p.rules {
+		if r.action == Ask {
+			names = append(names, r.name)
+		}
+	}
+	if p.def == Ask {
+		names = append(names, "default")
+	}
+	return names
+}
+
 // Load reads and checks the policy file at path.
 func Load(path string) (*Policy, error) {
 	data, err := os.ReadFile(path)

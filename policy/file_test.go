@@ -124,3 +124,13 @@ func TestReloadWhileEvaluating(t *testing.T) {
 		assert.Empty(t, <-errs)
 	}
 }
+
+// TestAsks names the rules that ask a person, and the default when it asks.
+func TestAsks(t *testing.T) {
+	p, err := Parse([]byte("default: ask\nrules:\n  - match: {program: rm}\n    action: deny\n  - name: pushes\n    match: {program: [\"git push\"]}\n    action: ask\n"), "p.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"pushes", "default"}, p.Asks())
+	p, err = Parse([]byte("default: allow\n"), "p.yaml")
+	require.NoError(t, err)
+	assert.Empty(t, p.Asks())
+}

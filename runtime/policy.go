@@ -56,6 +56,16 @@ func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string, e
 			Data:    protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command},
 		}
 	case policy.Ask:
+		if why := rt.opts.NoApprover; why != "" {
+			d.Reason += "; no one can approve it here: " + why
+			rt.auditDecision(s, caller.Actor, line, d, "denied", nil)
+			metrics.Get().PolicyDecision(d.Action.String(), "denied")
+			return nil, &protocol.Error{
+				Code:    protocol.CodeCommandDenied,
+				Message: "the command policy asks a person about this command (" + d.RuleName + "): " + d.Reason + "; so it is denied at once and nothing was run",
+				Data:    protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command},
+			}
+		}
 		if rt.opts.Approvals == nil {
 			return nil, protocol.Errorf(protocol.CodeInternal, "the command policy asks for approval but the daemon has no approval registry")
 		}

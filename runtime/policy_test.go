@@ -881,3 +881,29 @@ func TestEnvValuesUnderDefaultDeny(t *testing.T) {
 	require.NoError(t, err, "exec.run's env")
 	assert.Equal(t, "a &> b\n", st.Stdout)
 }
+
+// TestAskWithNoApproverDeniedAtOnce: with Options.NoApprover (trl stdio,
+// a daemon no approver can reach) a command the policy asks about is
+// COMMAND_DENIED at once with that reason; it waited out the approval
+// timeout (5 minutes) with nobody to decide.
+func TestAskWithNoApproverDeniedAtOnce(t *testing.T) {
+	p, err := policy.Parse([]byte(testPolicy), "test-policy.yaml")
+	require.NoError(t, err)
+	rt := newRuntime(t, Options{Policy: policy.NewEvaluator(p), Approvals: approval.New(approval.Options{Timeout: time.Hour}),
+		NoApprover: "nothing here can approve"})
+	mark := filepath.Join(t.TempDir(), "pushed")
+	line := "git push 2>/dev/null; touch " + mark
+	start := time.Now()
+	_, err = rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &line})
+	pe := protocol.AsError(err)
+	require.NotNil(t, pe)
+	assert.Equal(t, protocol.CodeCommandDenied, pe.Code)
+	assert.Contains(t, pe.Message, "leaves the machine; no one can approve it here: nothing here can approve")
+	assert.Less(t, time.Since(start), 10*time.Second)
+	_, statErr := os.Stat(mark)
+	assert.True(t, os.IsNotExist(statErr), "nothing ran")
+	ok := "echo free"
+	after, err := rt.ExecRun(agentCtx(), protocol.ExecParams{Command: &ok})
+	require.NoError(t, err)
+	assert.Equal(t, "free\n", after.Stdout, "the session is free")
+}

@@ -25,6 +25,11 @@ type Options struct {
 	// runs (SPEC §16); Approvals holds the commands a person must decide.
 	Policy    *policy.Evaluator
 	Approvals *approval.Registry
+	// NoApprover, when set, says why no one can ever approve a command
+	// here (trl stdio, or a daemon without an approver's way in): a
+	// command the policy asks about is then denied at once, with this
+	// reason, rather than held until its approval times out.
+	NoApprover string
 	// Commands configure the registry of commands: each stream's window,
 	// how long and how many finished commands stay addressable.
 	Commands exec.RegistryOptions

@@ -69,6 +69,19 @@ func (f *httpFlags) check() error {
 	return fmt.Errorf("%s: the web console is served over HTTP; add --http ADDR (e.g. --http 127.0.0.1:8765, with TRL_AUTH_TOKEN set)", strings.Join(given, ", "))
 }
 
+// noApprover says why no one can approve a command the policy asks about
+// on this daemon, or "" when someone can: an approver's token over HTTP
+// (TRL_APPROVER_TOKEN), or a console that may approve.
+func (f *httpFlags) noApprover() string {
+	switch {
+	case f.addr == "":
+		return "this daemon serves no HTTP; approval is given over HTTP (--http ADDR with TRL_APPROVER_TOKEN) or in the web console (--console-approve)"
+	case secretEnv("TRL_APPROVER_TOKEN") == "" && !f.consoleApprove && !f.consoleWrite:
+		return "this daemon has no approver; start it with TRL_APPROVER_TOKEN set (exec.approve over HTTP) or with --console-approve"
+	}
+	return ""
+}
+
 // httpServing is the HTTP server and its gateway; a nil one (no --http)
 // does nothing.
 type httpServing struct {

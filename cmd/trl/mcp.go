@@ -75,7 +75,7 @@ func mcpCmd(args []string) int {
 		api = c
 		check = (&daemonWatch{c: c, socket: path, started: started}).check
 	} else {
-		rt, closeAudit, err := l.runtime(log)
+		rt, closeAudit, err := l.runtime(log, "an in-process trl mcp has no approver; approval is given over HTTP (TRL_APPROVER_TOKEN) or in the web console of a trl serve --http, which trl mcp bridges to when it answers on the socket")
 		if err != nil {
 			log.Error().Err(err).Msg("cannot start")
 			return 1

@@ -61,7 +61,11 @@ func (l *limits) register(fs *flag.FlagSet) {
 	fs.Int64Var(&l.maxRetained, "max-retained-bytes", exec.DefaultMaxRetained, "most bytes of output all finished commands keep together in memory; the oldest are forgotten first, the newest always kept")
 	fs.StringVar(&l.auditLog, "audit-log", "", "also append the audit trail (one JSON line per command) to this file")
 	fs.StringVar(&l.policyFile, "policy", "", "check every command line against this policy file (YAML: allow, deny, or ask a person); SIGHUP reloads it")
-	fs.DurationVar(&l.approvalTimeout, "approval-timeout", approval.DefaultTimeout, "a command awaiting approval is denied when no one decides within this (fail-closed)")
+	timeout := "a command awaiting approval is denied when no one decides within this (fail-closed). A person approves over --http with TRL_APPROVER_TOKEN, or in a console with --console-approve; with neither, a command the policy asks about is denied at once"
+	if fs.Name() != "trl serve" {
+		timeout = "no effect: approval needs trl serve --http (TRL_APPROVER_TOKEN or --console-approve), so here a command the policy asks about is denied at once"
+	}
+	fs.DurationVar(&l.approvalTimeout, "approval-timeout", approval.DefaultTimeout, timeout)
 	l.isolate.register(fs)
 	l.sessionLimits.register(fs)
 	l.fsRoots.register(fs)
@@ -75,8 +79,11 @@ func (l *limits) check() error {
 	return nil
 }
 
-// runtime builds the method table these limits describe.
-func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
+// runtime builds the method table these limits describe. noApprover,
+// when set, says why no one can ever approve a command here: the policy's
+// asks are then denied at once (runtime.Options.NoApprover), not held
+// for --approval-timeout with nobody to decide.
+func (l *limits) runtime(log zerolog.Logger, noApprover string) (*runtime.Runtime, func(), error) {
 	iso, err := l.isolate.isolation()
 	if err != nil {
 		return nil, nil, err
@@ -91,6 +98,15 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 		pol = policy.NewEvaluator(p)
 		approvals = approval.New(approval.Options{Timeout: l.approvalTimeout})
 		log.Info().Str("policy", l.policyFile).Int("rules", p.Len()).Dur("approval_timeout", l.approvalTimeout).Msg("command policy loaded")
+		if noApprover != "" {
+			asks := p.Asks()
+			ev := log.Warn()
+			if len(asks) == 0 {
+				ev = log.Info() // only the unknown action, which a policy has unless it says otherwise
+			}
+			ev.Strs("ask_rules", asks).Str("unknown", p.Unknown().String()).Str("why", noApprover).
+				Msg("no one can approve commands here: those the policy asks a person about are denied at once")
+		}
 	}
 	l.policy = pol
 	lims, err := l.sessionLimits.defaults(log)
@@ -106,13 +122,14 @@ func (l *limits) runtime(log zerolog.Logger) (*runtime.Runtime, func(), error) {
 		log.Debug().Int("max_procs", gov.Wide()).Msg("one processor while requests come one at a time, all of them for overlapping work")
 	}
 	opts := runtime.Options{
-		Files:     fsys,
-		Policy:    pol,
-		Approvals: approvals,
-		Sessions:  session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso, Limits: lims},
-		Commands:  exec.RegistryOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams, MaxRetainedBytes: l.maxRetained},
-		Logger:    log,
-		Procs:     gov,
+		Files:      fsys,
+		Policy:     pol,
+		Approvals:  approvals,
+		NoApprover: noApprover,
+		Sessions:   session.Options{MaxSessions: l.maxSessions, BaseEnv: daemonEnv(), Subreaper: true, Isolation: iso, Limits: lims},
+		Commands:   exec.RegistryOptions{Window: l.streamWindow, Retain: l.streamRetain, MaxFinished: l.maxStreams, MaxRetainedBytes: l.maxRetained},
+		Logger:     log,
+		Procs:      gov,
 		TransportLimits: map[string]int64{
 			"max_message_bytes":     int64(l.maxMessageBytes),
 			"max_inflight_per_conn": int64(l.maxInFlight),
@@ -178,7 +195,7 @@ func serve(args []string) int {
 		return 2
 	}
 	path := socketPath(fs, *socket, *instance)
-	rt, closeAudit, err := l.runtime(log)
+	rt, closeAudit, err := l.runtime(log, hf.noApprover())
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")
 		return 1
@@ -285,7 +302,7 @@ func stdio(args []string) int {
 		fmt.Fprintln(os.Stderr, "trl stdio:", err)
 		return 2
 	}
-	rt, closeAudit, err := l.runtime(log)
+	rt, closeAudit, err := l.runtime(log, "trl stdio has no approver; approval is given over HTTP (TRL_APPROVER_TOKEN) or in the web console of a trl serve --http")
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")
 		return 1
