@@ -82,7 +82,7 @@ func call(args []string, stdout, stderr io.Writer) int {
 		path := socketPath(fs, *socket, *instance)
 		var err error
 		if c, err = trlclient.Dial(ctx, path); err != nil {
-			fmt.Fprintf(stderr, "trl call: cannot reach a daemon at %s: %v (start one with `trl serve`)\n", path, err)
+			fmt.Fprintf(stderr, "trl call: cannot reach a daemon at %s: %v (start one with `%s`)\n", path, err, serveCommand(fs, *socket))
 			return 1
 		}
 	}
@@ -91,6 +91,22 @@ func call(args []string, stdout, stderr io.Writer) int {
 }
 
 const callSynopsis = "trl call [--socket PATH | --instance NAME | --http URL] [--timeout DURATION] METHOD [PARAMS_JSON]"
+
+// serveCommand is the `trl serve` that serves the socket trl call looked
+// for: with its --socket or --instance (`trl call --instance nope` said
+// to start a plain `trl serve`, which serves another socket).
+func serveCommand(fs *flag.FlagSet, socket string) string {
+	if socket != "" {
+		return "trl serve --socket " + socket
+	}
+	cmd := "trl serve"
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "instance" {
+			cmd += " --instance " + f.Value.String()
+		}
+	})
+	return cmd
+}
 
 // callID is the id `trl call` prints its response with.
 var callID = &protocol.Request{Dialect: protocol.TRL, ID: json.RawMessage("1")}

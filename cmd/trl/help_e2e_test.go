@@ -134,3 +134,23 @@ func TestArgumentsNotUnderstoodAreRefused(t *testing.T) {
 	assert.Contains(t, errs, "too many arguments")
 	assert.Contains(t, errs, "extra")
 }
+
+// TestErrorsSayItOnce: trl call that finds no daemon names the `trl
+// serve` for the socket it looked at (`--instance nope` suggested a plain
+// `trl serve`), and a policy file that cannot be read is said without a
+// doubled prefix ("--policy: policy: open ...").
+func TestErrorsSayItOnce(t *testing.T) {
+	_, errs, code := runTrl(t, "call", "--instance", "nope-trl-test", "system.ping")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "(start one with `trl serve --instance nope-trl-test`)")
+	socket := filepath.Join(t.TempDir(), "none.sock")
+	_, errs, code = runTrl(t, "call", "--socket", socket, "system.ping")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "(start one with `trl serve --socket "+socket+"`)")
+
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	_, errs, code = runTrl(t, "stdio", "--policy", missing)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "--policy: open "+missing)
+	assert.NotContains(t, errs, "policy: policy:")
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -93,6 +94,13 @@ func (l *limits) runtime(log zerolog.Logger, noApprover string) (*runtime.Runtim
 	if l.policyFile != "" {
 		p, err := policy.Load(l.policyFile)
 		if err != nil {
+			// A file that cannot be read is said once ("--policy: open
+			// FILE: ..."), not as policy.Load words it for its other
+			// callers ("--policy: policy: open ...").
+			var pathErr *iofs.PathError
+			if errors.As(err, &pathErr) {
+				err = pathErr
+			}
 			return nil, nil, fmt.Errorf("--policy: %w", err)
 		}
 		pol = policy.NewEvaluator(p)
