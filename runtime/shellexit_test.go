@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	osexec "os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -122,4 +123,26 @@ func TestCommandThatLeavesTheShellUnusableSaid(t *testing.T) {
 			assert.Equal(t, "SESSION_EXITED", string(perr.Code))
 		})
 	}
+}
+
+// TestCommandTheShellSkippedSaid: after zsh's `builtin() { :; }` the
+// shell goes through trl's lines without running them; the next command
+// answers that it did not run (126) and that the session was ended, with
+// the cause. It answered exit 0 with no output, and so did every later
+// command, none of them run.
+func TestCommandTheShellSkippedSaid(t *testing.T) {
+	t.Parallel()
+	zsh, err := osexec.LookPath("zsh")
+	if err != nil {
+		t.Skip("zsh is not installed: .ci/run installs it")
+	}
+	rt := newRuntime(t, Options{})
+	id := mustCall(t, rt, "session.create", map[string]any{"name": "skipped", "shell": zsh})["session_id"].(string)
+	exited(t, mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "builtin() { :; }"}), 0)
+	st := mustCall(t, rt, "exec.run", map[string]any{"session_id": id, "command": "echo ran"})
+	exited(t, st, 126)
+	assert.Equal(t, true, st["session_exited"], "status: %v", st)
+	assert.Contains(t, st["session_end_cause"], "function named builtin")
+	assert.Contains(t, st["note"], "session "+id+" was ended")
+	assert.Empty(t, st["stdout"])
 }

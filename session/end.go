@@ -195,7 +195,7 @@ func (s *Session) checkDropped(job *Line) {
 		dropped := s.job == job && !job.started
 		s.mu.Unlock()
 		if dropped {
-			s.endWith(fmt.Errorf("%w: the shell reads command lines without running them (set -n?) and was ended", ErrUnresponsive))
+			s.endWith(fmt.Errorf("%w: the shell reads command lines without running them (set -n, or a DEBUG trap that skips commands under extdebug?) and was ended", ErrUnresponsive))
 		}
 		return 0
 	})

@@ -401,6 +401,10 @@ func TestHostileShellState(t *testing.T) {
 		// bash: without promptvars the record was PS1's unexpanded text,
 		// every later status -1 and the cwd "$-:$PWD".
 		{"shopt -u promptvars 2>/dev/null", ""},
+		// zsh and bash: a function named builtin stands in for trl's
+		// \builtin printf and eval; every later command answered exit 0
+		// with no output, without running.
+		{"builtin() { :; }", "builtin"},
 		{"kill -STOP $$", "stopped"},
 		{"suspend -f 2>/dev/null", "stopped"},
 	}

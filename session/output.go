@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -13,6 +14,10 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
+
+// notRunExitCode is the status of a command the shell did not run (126:
+// found, not executed).
+const notRunExitCode = 126
 
 // readControl owns the control pipe: it turns prompt records into
 // completions.
@@ -244,6 +249,15 @@ func (s *Session) complete(seq int64, st Status) {
 		}
 		return
 	}
+	notRun := seq >= 0 && j.announced && !j.started && broken == nil
+	if notRun {
+		// The shell ran the line (its prompt names it) but not its start
+		// record: what trl's statements call is no longer the builtin
+		// (zsh's `builtin() { :; }`), so the command did not run either,
+		// and no later one would.
+		broken = fmt.Errorf("%w: the shell went through trl's line for this command without running trl's own statements or the command (a function named builtin, printf or eval stands in for them?), and would run no other; ended", ErrUnresponsive)
+		st.ExitCode = notRunExitCode
+	}
 	s.drain(s.ptmRaw, Stdout)
 	s.drain(s.errRaw, Stderr)
 	s.flushHeld() // the command is over: nothing more of a secret comes
@@ -270,7 +284,9 @@ func (s *Session) complete(seq int64, st Status) {
 		// answer says so (its status stays its own), with the cause
 		// recorded before the line is done.
 		s.closing = true
-		broken = afterCommand{broken}
+		if !notRun {
+			broken = afterCommand{broken}
+		}
 		s.setCause(broken)
 		st.Exited = true
 	}
