@@ -402,8 +402,10 @@ func (rt *Runtime) execWait(ctx context.Context, p protocol.ExecWaitParams) (pro
 			}
 			cs = append(cs, c)
 		}
-	default:
+	case p.ExecID != "":
 		return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "give exec_id (an id, or \"any\") or exec_ids, not both")
+	default:
+		return protocol.ExecStatus{}, protocol.Errorf(protocol.CodeInvalidParams, "exec_id is missing: give exec_id (an id, or \"any\") or exec_ids (a non-empty list)")
 	}
 	if len(cs) == 1 {
 		ev := rt.await(ctx, cs[0], u, max(timeout, time.Millisecond))

@@ -359,6 +359,15 @@ func TestWaitSeveral(t *testing.T) {
 	_, perr := callJSON(t, rt, "exec.wait", map[string]any{"exec_id": ids[0], "exec_ids": ids})
 	require.NotNil(t, perr)
 	assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+	assert.Contains(t, perr.Message, "not both")
+	// Neither given: the message says what is missing, not "not both".
+	for _, params := range []map[string]any{{}, {"exec_ids": []string{}}} {
+		_, perr = callJSON(t, rt, "exec.wait", params)
+		require.NotNil(t, perr)
+		assert.Equal(t, protocol.CodeInvalidParams, perr.Code)
+		assert.Contains(t, perr.Message, "exec_id is missing")
+		assert.NotContains(t, perr.Message, "not both")
+	}
 	mustCall(t, rt, "exec.cancel", map[string]any{"exec_id": ids[0]})
 }
 
