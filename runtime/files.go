@@ -121,10 +121,24 @@ func (rt *Runtime) fsRead(_ context.Context, p protocol.FSReadParams) (res proto
 		Complete: c.Complete && len(data) == len(c.Data), Mode: modeString(c.Mode), MTime: timeString(c.MTime),
 		LineOffset: c.FirstLine, Lines: c.Lines,
 	}
-	// The session's secrets are masked as in its output; length still
-	// counts the file's bytes, so the next chunk's offset is
-	// offset+length. A secret cut by a chunk's end is not masked.
-	data, res.Masked = s.MaskBytes(data)
+	// The session's secrets are masked as in its output, the part of one
+	// the chunk's start or end cuts too (the bytes around it are read for
+	// that); length still counts the file's bytes, so the next chunk's
+	// offset is offset+length.
+	if l := int64(s.LongestSecret()); l > 1 {
+		around := func(from, to int64) []byte {
+			if from >= to {
+				return nil
+			}
+			b, err := fs.Read(sc, p.Path, files.ReadOptions{Offset: from, Length: to - from})
+			if err != nil {
+				return nil
+			}
+			return b.Data
+		}
+		end := c.Offset + res.Length
+		data, res.Masked = s.MaskChunk(around(max(0, c.Offset-(l-1)), c.Offset), data, around(end, min(c.Size, end+l-1)))
+	}
 	if enc == protocol.EncodingBase64 {
 		res.Data = base64.StdEncoding.EncodeToString(data)
 	} else {

@@ -23,7 +23,7 @@ func TestSecretsStayMaskedInStateForkAndFiles(t *testing.T) {
 	rt := newRuntime(t, Options{})
 	sid := mustCall(t, rt, protocol.MethodSessionCreate, map[string]any{"shell": needBash(t), "working_dir": t.TempDir(),
 		"secrets": map[string]string{"API_KEY": secret}})["session_id"].(string)
-	runOut(t, rt, sid, `echo "$API_KEY" > k.txt; kept="pre-$API_KEY"; f() { echo "$API_KEY"; }; alias a="echo $API_KEY"`)
+	runOut(t, rt, sid, `echo "$API_KEY" > k.txt; kept="pre-$API_KEY"; f() { echo "$API_KEY"; }; alias a="echo $API_KEY"; trap "echo $API_KEY" USR1`)
 	st := mustCall(t, rt, protocol.MethodExecRun, map[string]any{"session_id": sid, "command": `read -r typed; echo "typed=$typed"`, "yield_ms": 300})
 	require.Equal(t, "waiting_input", st["state"])
 	mustCall(t, rt, protocol.MethodExecInput, map[string]any{"session_id": sid, "input": "typedsecret456\n", "secret": true})
@@ -54,6 +54,15 @@ func TestSecretsStayMaskedInStateForkAndFiles(t *testing.T) {
 	assert.Equal(t, float64(len(secret)+1), rd["length"], "length counts the file's bytes")
 	rd = mustCall(t, rt, protocol.MethodFSRead, map[string]any{"session_id": sid, "path": "k.txt", "encoding": "base64"})
 	assert.Equal(t, "KioqCg==", rd["data"])
+	// A secret cut by a chunk's end or start is masked in both chunks.
+	var paged string
+	for off := 0; off < len(secret)+1; off += 7 {
+		rd = mustCall(t, rt, protocol.MethodFSRead, map[string]any{"session_id": sid, "path": "k.txt", "offset": off, "length": 7})
+		assert.Equal(t, float64(min(7, len(secret)+1-off)), rd["length"])
+		paged += rd["data"].(string)
+	}
+	assert.NotContains(t, paged, "secret", "paged reads: %q", paged)
+	assert.NotContains(t, paged, "value", "paged reads: %q", paged)
 	ed := mustCall(t, rt, protocol.MethodFSEdit, map[string]any{"session_id": sid, "path": "k.txt", "old": "\n", "new": "\nnext\n"})
 	b, err = json.Marshal(ed)
 	require.NoError(t, err)

@@ -93,6 +93,69 @@ func (s *Session) MaskState(st *ShellState) {
 	for i := range st.Dirs {
 		st.Dirs[i] = m(st.Dirs[i])
 	}
+	for i := range st.NotCarried {
+		st.NotCarried[i].Detail = m(st.NotCarried[i].Detail) // a trap's text, a job's command line
+	}
+}
+
+// MaskChunk masks the session's secrets in data, a chunk of a file, for
+// fs.read. before and after are what the file holds just ahead of the
+// chunk and just after it (LongestSecret()-1 bytes each where there are
+// that many): a secret the chunk's start or end cuts is masked too, its
+// part in the chunk answered as ***. masked reports whether anything was.
+func (s *Session) MaskChunk(before, data, after []byte) (out []byte, masked bool) {
+	ss := s.secretSet()
+	if len(ss) == 0 {
+		return data, false
+	}
+	buf := append(append(slices.Clip(before), data...), after...)
+	var spans [][2]int // every occurrence of every secret in buf
+	for _, sec := range ss {
+		for from := 0; ; {
+			i := bytes.Index(buf[from:], sec)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, [2]int{from + i, from + i + len(sec)})
+			from += i + 1
+		}
+	}
+	if len(spans) == 0 {
+		return data, false
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+	merged := spans[:1] // overlapping occurrences are one ***
+	for _, sp := range spans[1:] {
+		if last := &merged[len(merged)-1]; sp[0] < last[1] {
+			last[1] = max(last[1], sp[1])
+		} else {
+			merged = append(merged, sp)
+		}
+	}
+	start, end := len(before), len(before)+len(data)
+	at := start
+	for _, sp := range merged {
+		if sp[1] <= at || sp[0] >= end {
+			continue
+		}
+		out = append(out, buf[at:max(at, sp[0])]...)
+		out = append(out, maskText...)
+		at = min(sp[1], end)
+		masked = true
+	}
+	if !masked {
+		return data, false
+	}
+	return append(out, buf[at:end]...), true
+}
+
+// LongestSecret is the length of the longest secret the session masks.
+func (s *Session) LongestSecret() int {
+	ss := s.secretSet()
+	if len(ss) == 0 {
+		return 0
+	}
+	return len(ss[0]) // sorted longest first (secretSet.with)
 }
 
 // flushHeld hands on the bytes a stream held back as a possible start of
