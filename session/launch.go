@@ -47,9 +47,9 @@ func launchSession(id string, cfg Config, opts Options, log zerolog.Logger, l *l
 	s.lastUsed = s.created
 	s.newScreen()
 	for _, v := range cfg.Secrets {
-		s.secrets = s.secrets.with(secretParts([]byte(v)))
+		s.named = append(s.named, secretParts([]byte(v))...)
 	}
-	s.secrets = s.secrets.with(cfg.Masks)
+	s.remember(cfg.Masks)
 	if err := s.launch(opts.BaseEnv, opts.Subreaper); err != nil {
 		s.releaseLease()
 		return nil, err

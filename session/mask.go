@@ -27,8 +27,9 @@ const maskText = "***"
 // echo off.
 const minSecretLen = 3
 
-// maxSecrets bounds how many secrets a session remembers; the oldest are
-// forgotten first. Each secret costs a search of every output chunk.
+// maxSecrets bounds how many secrets a session remembers besides those
+// it was created with; the oldest are forgotten first (Session.remember).
+// Each secret costs a search of every output chunk.
 const maxSecrets = 64
 
 // secretParts splits a secret into what output shows of it: the terminal
@@ -59,9 +60,6 @@ func (ss secretSet) with(parts [][]byte) secretSet {
 		if !slices.ContainsFunc(next, func(q []byte) bool { return bytes.Equal(p, q) }) {
 			next = append(next, p)
 		}
-	}
-	if len(next) > maxSecrets {
-		next = next[len(next)-maxSecrets:]
 	}
 	slices.SortStableFunc(next, func(a, b []byte) int { return len(b) - len(a) })
 	return next

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"strings"
 	"sync"
@@ -279,4 +280,22 @@ func TestSecretSelfEchoingPrograms(t *testing.T) {
 			assert.NotContains(t, screenText(s), "sk-")
 		})
 	}
+}
+
+// TestSecretsForgottenOldestFirst: past maxSecrets typed secrets the
+// oldest typed ones are forgotten, never the secrets the session was
+// created with. The set dropped the longest instead (usually the named
+// API key), and a fork copies the set.
+func TestSecretsForgottenOldestFirst(t *testing.T) {
+	m := newManager(t)
+	const key = "sk-named-0123456789"
+	s, err := m.Create(Config{Secrets: map[string]string{"API_KEY": key}})
+	require.NoError(t, err)
+	for i := range maxSecrets + 6 {
+		s.AddSecret([]byte(fmt.Sprintf("typed-%03d", i)))
+	}
+	assert.Equal(t, "***", s.MaskText(key), "the named secret is kept")
+	assert.Equal(t, "typed-000", s.MaskText("typed-000"), "the oldest typed one is forgotten")
+	assert.Equal(t, "***", s.MaskText(fmt.Sprintf("typed-%03d", maxSecrets+5)), "the newest is kept")
+	assert.Equal(t, "***", s.MaskText(fmt.Sprintf("typed-%03d", 6)), "the oldest kept")
 }

@@ -18,8 +18,24 @@ func (s *Session) AddSecret(b []byte) {
 		return
 	}
 	s.ioMu.Lock()
-	s.secrets = s.secrets.with(parts)
+	s.remember(parts)
 	s.ioMu.Unlock()
+}
+
+// remember adds parts to the later secrets, forgetting the oldest past
+// maxSecrets (the named ones are kept whatever comes), and makes the set
+// masked from now on. Called with ioMu held, or before the session is
+// shared.
+func (s *Session) remember(parts [][]byte) {
+	for _, p := range parts {
+		if !slices.ContainsFunc(s.later, func(q []byte) bool { return bytes.Equal(p, q) }) {
+			s.later = append(s.later, p)
+		}
+	}
+	if n := len(s.later) - maxSecrets; n > 0 {
+		s.later = slices.Delete(slices.Clone(s.later), 0, n)
+	}
+	s.secrets = secretSet(nil).with(s.named).with(s.later)
 }
 
 // maskLog masks the session's secrets in p, for a log line.

@@ -114,7 +114,11 @@ type Session struct {
 	// secrets are masked in all output; held is, per stream, a tail that
 	// could begin one, not yet handed on (mask.go). Guarded by ioMu.
 	secrets secretSet
-	held    [2][]byte
+	// named are the secrets the session was created with (Config.Secrets:
+	// never forgotten), later the others (exec.input secret, a fork's
+	// Masks), oldest first, at most maxSecrets. Guarded by ioMu.
+	named, later [][]byte
+	held         [2][]byte
 	// stray finds the shell's own prompt record on the stderr pipe
 	// (strayRecord). Guarded by ioMu.
 	stray recordParser
