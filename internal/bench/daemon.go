@@ -30,7 +30,7 @@ type daemon struct {
 
 // startDaemon starts exe as `serve` on a socket in a fresh directory,
 // with --http on a free loopback port when withHTTP is set, and waits
-// until the socket answers.
+// until the socket (and HTTP) answers.
 func startDaemon(exe string, withHTTP bool, extra []string) (*daemon, error) {
 	dir, err := os.MkdirTemp("", "trl-bench-")
 	if err != nil {
@@ -70,8 +70,10 @@ func startDaemon(exe string, withHTTP bool, extra []string) (*daemon, error) {
 	}()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if c, err := net.Dial("unix", d.socket); err == nil {
-			c.Close()
+		// The daemon claims its socket before --http listens (and a
+		// --http that fails ends it after the socket answered): with
+		// --http, ready is both answering.
+		if answers("unix", d.socket) && (d.httpAddr == "" || answers("tcp", d.httpAddr)) {
 			return d, nil
 		}
 		select {
@@ -88,6 +90,16 @@ func startDaemon(exe string, withHTTP bool, extra []string) (*daemon, error) {
 			return nil, fmt.Errorf("trl serve did not listen within 15 s: %s", msg)
 		}
 	}
+}
+
+// answers reports whether a connection to addr is accepted.
+func answers(network, addr string) bool {
+	c, err := net.DialTimeout(network, addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // stop sends SIGTERM, waits for the exit (SIGKILL after 10 s) and
