@@ -110,7 +110,7 @@ func (rt *Runtime) summary(j *exec.Job) protocol.ExecSummary {
 		sum.State = protocol.StateExited
 		code := x.ExitCode
 		sum.ExitCode = &code
-		sum.DurationMS, sum.Cwd = x.Duration.Milliseconds(), x.Cwd
+		sum.DurationMS, sum.Cwd = x.Duration.Milliseconds(), maskText(j, x.Cwd)
 		return sum
 	}
 	sum.DurationMS = time.Since(j.Started()).Milliseconds()

@@ -176,6 +176,7 @@ func (rt *Runtime) execRun(ctx context.Context, p protocol.ExecParams) (protocol
 			SessionID:     s.ID(),
 		}
 		fillExit(&res, x)
+		res.Cwd = s.MaskText(res.Cwd) // a directory named after a secret
 		approvalStatus(&res, c, x, true)
 		noteSession(&res, s)
 		noteStrays(&res, c, s)

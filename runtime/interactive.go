@@ -73,6 +73,9 @@ func (rt *Runtime) status(c *exec.Job, ev event, render string, advance bool) pr
 		}
 	}
 	approvalStatus(&st, c, x, ended)
+	if s := c.Session(); s != nil {
+		st.Cwd = s.MaskText(st.Cwd) // a directory named after a secret
+	}
 	if advance {
 		c.Advance(ends)
 		if s := c.Session(); s != nil {

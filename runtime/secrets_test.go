@@ -31,8 +31,19 @@ func TestSecretsStayMaskedInStateForkAndFiles(t *testing.T) {
 	require.Equal(t, "exited", st["state"], "%v", st)
 	runOut(t, rt, sid, `again="$typed"`)
 
+	// A directory named after a secret is masked where a cwd is answered.
+	st = mustCall(t, rt, protocol.MethodExecRun, map[string]any{"session_id": sid, "command": `mkdir -p "d-$API_KEY" && cd "d-$API_KEY"`})
+	assert.NotContains(t, st["cwd"], secret, "exec.run's cwd")
+	in := mustCall(t, rt, protocol.MethodSessionInfo, map[string]any{"session_id": sid})
+	assert.NotContains(t, in["working_dir"], secret, "session.info's working_dir")
+	list := mustCall(t, rt, protocol.MethodExecList, map[string]any{"session_id": sid})
+	b, err := json.Marshal(list)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), secret, "exec.list")
+	runOut(t, rt, sid, `cd ..`)
+
 	state := mustCall(t, rt, protocol.MethodSessionState, map[string]any{"session_id": sid})
-	b, err := json.Marshal(state)
+	b, err = json.Marshal(state)
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), secret, "session.state answers a secret in clear")
 	assert.NotContains(t, string(b), "typedsecret456", "session.state answers a typed secret in clear")

@@ -55,7 +55,7 @@ func (rt *Runtime) info(s *session.Session) protocol.SessionInfo {
 		SessionID:   in.ID,
 		Name:        in.Name,
 		Shell:       in.Shell,
-		WorkingDir:  in.WorkingDir,
+		WorkingDir:  s.MaskText(in.WorkingDir),
 		State:       string(in.State),
 		CreatedAt:   in.Created.Format(time.RFC3339Nano),
 		LastUsedAt:  in.LastUsed.Format(time.RFC3339Nano),
