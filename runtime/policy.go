@@ -48,23 +48,11 @@ func (rt *Runtime) admit(ctx context.Context, s *session.Session, line string, e
 	}
 	switch d.Action {
 	case policy.Deny:
-		rt.auditDecision(s, caller.Actor, line, d, "denied", nil)
-		metrics.Get().PolicyDecision(d.Action.String(), "denied")
-		return nil, &protocol.Error{
-			Code:    protocol.CodeCommandDenied,
-			Message: "the command policy denies this command (" + d.RuleName + "): " + d.Reason + "; nothing was run",
-			Data:    protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command},
-		}
+		return nil, rt.deny(s, caller.Actor, line, d, "the command policy denies this command ("+d.RuleName+"): "+d.Reason+"; nothing was run")
 	case policy.Ask:
 		if why := rt.opts.NoApprover; why != "" {
 			d.Reason += "; no one can approve it here: " + why
-			rt.auditDecision(s, caller.Actor, line, d, "denied", nil)
-			metrics.Get().PolicyDecision(d.Action.String(), "denied")
-			return nil, &protocol.Error{
-				Code:    protocol.CodeCommandDenied,
-				Message: "the command policy asks a person about this command (" + d.RuleName + "): " + d.Reason + "; so it is denied at once and nothing was run",
-				Data:    protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command},
-			}
+			return nil, rt.deny(s, caller.Actor, line, d, "the command policy asks a person about this command ("+d.RuleName+"): "+d.Reason+"; so it is denied at once and nothing was run")
 		}
 		if rt.opts.Approvals == nil {
 			return nil, protocol.Errorf(protocol.CodeInternal, "the command policy asks for approval but the daemon has no approval registry")
@@ -404,4 +392,16 @@ func followApproval(ctx context.Context, j *exec.Job, emit protocol.Emitter) err
 		state = protocol.StateExited
 	}
 	return emit(protocol.NotifyExecApproval, protocol.ApprovalNotification{StreamID: j.ID(), State: state, Approval: *g.info()})
+}
+
+// deny audits and counts d as denied and returns the COMMAND_DENIED error
+// with message.
+func (rt *Runtime) deny(s *session.Session, actor, line string, d policy.Decision, message string) error {
+	rt.auditDecision(s, actor, line, d, "denied", nil)
+	metrics.Get().PolicyDecision(d.Action.String(), "denied")
+	return &protocol.Error{
+		Code:    protocol.CodeCommandDenied,
+		Message: message,
+		Data:    protocol.PolicyDecision{Rule: d.RuleName, Reason: d.Reason, Dangerous: d.Dangerous, Command: d.Command},
+	}
 }

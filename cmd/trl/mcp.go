@@ -41,15 +41,8 @@ func mcpCmd(args []string) int {
 		"Every flag but --socket, --instance and --log-level sets up the in-process runtime:\n"+
 		"when one is given and a daemon answers on the socket, trl mcp refuses to start\n"+
 		"(the daemon's own flags apply there; give it those, or pick a socket no daemon serves).")
-	if code, ok := parseFlags(fs, args, os.Stdout, os.Stderr); !ok {
+	if code, ok := parseCommand(fs, args, l.check); !ok {
 		return code
-	}
-	if !noArgs(fs, os.Stderr) {
-		return 2
-	}
-	if err := l.check(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
-		return 2
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {

@@ -187,15 +187,8 @@ func serve(args []string) int {
 	var mf metricsFlags
 	mf.register(fs)
 	setUsage(fs, "trl serve [flags]   the daemon, on the socket (and HTTP with --http)\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
-	if code, ok := parseFlags(fs, args, os.Stdout, os.Stderr); !ok {
+	if code, ok := parseCommand(fs, args, l.check, hf.check); !ok {
 		return code
-	}
-	if !noArgs(fs, os.Stderr) {
-		return 2
-	}
-	if err := errors.Join(l.check(), hf.check()); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
-		return 2
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {
@@ -295,15 +288,8 @@ func stdio(args []string) int {
 	var l limits
 	l.register(fs)
 	setUsage(fs, "trl stdio [flags]   the method table on stdin/stdout, without a daemon")
-	if code, ok := parseFlags(fs, args, os.Stdout, os.Stderr); !ok {
+	if code, ok := parseCommand(fs, args, l.check); !ok {
 		return code
-	}
-	if !noArgs(fs, os.Stderr) {
-		return 2
-	}
-	if err := l.check(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
-		return 2
 	}
 	log, err := newLogger(l.logLevel)
 	if err != nil {

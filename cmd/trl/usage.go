@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -135,4 +136,25 @@ func noArgs(fs *flag.FlagSet, stderr io.Writer) bool {
 	}
 	fmt.Fprintf(stderr, "; run `%s --help` for them\n", fs.Name())
 	return false
+}
+
+// parseCommand parses a command that takes flags only: it refuses
+// arguments and the values checks refuse. ok false means exit with code
+// (0 after --help).
+func parseCommand(fs *flag.FlagSet, args []string, checks ...func() error) (code int, ok bool) {
+	if code, ok := parseFlags(fs, args, os.Stdout, os.Stderr); !ok {
+		return code, false
+	}
+	if !noArgs(fs, os.Stderr) {
+		return 2, false
+	}
+	var errs []error
+	for _, check := range checks {
+		errs = append(errs, check())
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
+		return 2, false
+	}
+	return 0, true
 }
