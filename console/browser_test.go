@@ -71,11 +71,12 @@ func sideBySide(want, got []string) string {
 }
 
 // openSessionPage logs a fresh browser page into the console and opens
-// the session's live view.
+// the session's live view: connected, or told that the session has
+// ended (a viewer of an ended session is closed once it has its screen).
 func openSessionPage(t *testing.T, h *harness, b *browser, sid string) {
 	t.Helper()
 	b.navigate(h.con.LoginURL(h.srv.URL) + "&next=%23session/" + sid)
-	b.waitTrue(`typeof viewer !== "undefined" && !!viewer && viewer.ws.readyState === 1`, "the live view")
+	b.waitTrue(`typeof viewer !== "undefined" && !!viewer && (viewer.ws.readyState === 1 || viewer.ended)`, "the live view")
 }
 
 // TestBrowserShowsTheScreen: the live terminal in a real Chromium shows,
