@@ -249,12 +249,13 @@ func (s *Session) complete(seq int64, st Status) {
 		}
 		return
 	}
-	notRun := seq >= 0 && j.announced && !j.started && broken == nil
+	// The shell ran the line (its prompt names it) but not its start
+	// record: what trl's statements call is no longer the builtin (zsh's
+	// `builtin() { :; }`), so the command did not run either, and no
+	// later one would. A line a typed ^C interrupted before its start
+	// record (status 130) is not that.
+	notRun := seq >= 0 && j.announced && !j.started && broken == nil && st.ExitCode != 128+int(unix.SIGINT)
 	if notRun {
-		// The shell ran the line (its prompt names it) but not its start
-		// record: what trl's statements call is no longer the builtin
-		// (zsh's `builtin() { :; }`), so the command did not run either,
-		// and no later one would.
 		broken = fmt.Errorf("%w: the shell went through trl's line for this command without running trl's own statements or the command (a function named builtin, printf or eval stands in for them?), and would run no other; ended", ErrUnresponsive)
 		st.ExitCode = notRunExitCode
 	}
