@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,15 +27,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	streamMB := fs.Int("stream-mb", 0, "MB of output exec.stream delivers (default 200; 8 with --quick)")
 	only := fs.String("only", "", "comma-separated groups to run, of "+strings.Join(bench.Groups, ",")+" (default all)")
 	setUsage(fs, "trl bench [flags]   measure a daemon: latency, throughput, memory")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+	nonNegative := func() error {
+		if *sessions < 0 || *streamMB < 0 {
+			return errors.New("--sessions and --stream-mb may not be negative")
+		}
+		return nil
+	}
+	if code, ok := parseCommand(fs, args, stdout, stderr, nonNegative); !ok {
 		return code
-	}
-	if !noArgs(fs, stderr) {
-		return 2
-	}
-	if *sessions < 0 || *streamMB < 0 {
-		fmt.Fprintln(stderr, "trl bench: --sessions and --stream-mb may not be negative")
-		return 2
 	}
 	opts := bench.Options{Socket: *socket, HTTPAddr: *httpAddr, Quick: *quick, Sessions: *sessions, StreamMB: *streamMB, Progress: stderr}
 	if *only != "" {

@@ -24,11 +24,8 @@ func consoleCmd(args []string, stdout, stderr io.Writer) int {
 	base := fs.String("http", "http://127.0.0.1:8765", "the daemon's HTTP address")
 	approver := fs.Bool("approver", false, "ask with TRL_APPROVER_TOKEN: the console may approve commands (needs --console-approve on the daemon)")
 	setUsage(fs, "trl console [--http URL] [--approver]   print a one-time login URL for the web console")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+	if code, ok := parseCommand(fs, args, stdout, stderr); !ok {
 		return code
-	}
-	if !noArgs(fs, stderr) {
-		return 2
 	}
 	name := "TRL_AUTH_TOKEN"
 	if *approver {

@@ -41,7 +41,7 @@ func mcpCmd(args []string) int {
 		"Every flag but --socket, --instance and --log-level sets up the in-process runtime:\n"+
 		"when one is given and a daemon answers on the socket, trl mcp refuses to start\n"+
 		"(the daemon's own flags apply there; give it those, or pick a socket no daemon serves).")
-	if code, ok := parseCommand(fs, args, l.check); !ok {
+	if code, ok := parseCommand(fs, args, os.Stdout, os.Stderr, l.check); !ok {
 		return code
 	}
 	log, err := newLogger(l.logLevel)

@@ -187,7 +187,7 @@ func serve(args []string) int {
 	var mf metricsFlags
 	mf.register(fs)
 	setUsage(fs, "trl serve [flags]   the daemon, on the socket (and HTTP with --http)\n\nThe socket: --socket, else --instance, else $TRL_SOCKET, else /tmp/trl-default.sock.")
-	if code, ok := parseCommand(fs, args, l.check, hf.check); !ok {
+	if code, ok := parseCommand(fs, args, os.Stdout, os.Stderr, l.check, hf.check); !ok {
 		return code
 	}
 	log, err := newLogger(l.logLevel)
@@ -288,7 +288,7 @@ func stdio(args []string) int {
 	var l limits
 	l.register(fs)
 	setUsage(fs, "trl stdio [flags]   the method table on stdin/stdout, without a daemon")
-	if code, ok := parseCommand(fs, args, l.check); !ok {
+	if code, ok := parseCommand(fs, args, os.Stdout, os.Stderr, l.check); !ok {
 		return code
 	}
 	log, err := newLogger(l.logLevel)

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -141,11 +140,11 @@ func noArgs(fs *flag.FlagSet, stderr io.Writer) bool {
 // parseCommand parses a command that takes flags only: it refuses
 // arguments and the values checks refuse. ok false means exit with code
 // (0 after --help).
-func parseCommand(fs *flag.FlagSet, args []string, checks ...func() error) (code int, ok bool) {
-	if code, ok := parseFlags(fs, args, os.Stdout, os.Stderr); !ok {
+func parseCommand(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, checks ...func() error) (code int, ok bool) {
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code, false
 	}
-	if !noArgs(fs, os.Stderr) {
+	if !noArgs(fs, stderr) {
 		return 2, false
 	}
 	var errs []error
@@ -153,7 +152,7 @@ func parseCommand(fs *flag.FlagSet, args []string, checks ...func() error) (code
 		errs = append(errs, check())
 	}
 	if err := errors.Join(errs...); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return 2, false
 	}
 	return 0, true
