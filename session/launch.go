@@ -24,18 +24,19 @@ import (
 // path.
 func launchSession(id string, cfg Config, opts Options, log zerolog.Logger, l *lease) (*Session, error) {
 	s := &Session{
-		id:      id,
-		cfg:     cfg,
-		dialect: dialectFor(cfg.Shell),
-		nonce:   NewID("", 8),
-		created: time.Now().UTC(),
-		log:     log.With().Str("session", id).Logger(),
-		state:   StateIdle,
-		cwd:     cfg.WorkingDir,
-		ready:   make(chan struct{}),
-		exited:  make(chan struct{}),
-		closed:  make(chan struct{}),
-		killed:  make(chan struct{}),
+		id:       id,
+		cfg:      cfg,
+		dialect:  dialectFor(cfg.Shell),
+		nonce:    NewID("", 8),
+		created:  time.Now().UTC(),
+		log:      log.With().Str("session", id).Logger(),
+		state:    StateIdle,
+		cwd:      cfg.WorkingDir,
+		ready:    make(chan struct{}),
+		exited:   make(chan struct{}),
+		closed:   make(chan struct{}),
+		killed:   make(chan struct{}),
+		ctlEnded: make(chan struct{}),
 
 		launched: make(chan struct{}),
 		lease:    l,
@@ -529,10 +530,20 @@ func (s *Session) reap() {
 	s.mu.Unlock()
 	s.setCause(ExitedError{Status: code})
 	s.logEnd()
+	// What the shell wrote to the control pipe as it exited is read
+	// before the line completes (exitTailNote). A process it left
+	// holding the pipe delays that by exitTailWait at most.
+	select {
+	case <-s.ctlEnded:
+	case <-time.After(exitTailWait):
+	}
 	s.complete(-1, Status{ExitCode: code, Exited: true})
 	s.root.drop() // the namespace ends with its last process
 	close(s.exited)
 }
+
+// exitTailWait is how long reap waits for the control pipe's end.
+const exitTailWait = 100 * time.Millisecond
 
 func exitCode(ps *os.ProcessState) int {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

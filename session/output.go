@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -23,9 +24,11 @@ const notRunExitCode = 126
 // completions.
 func (s *Session) readControl() {
 	defer s.readers.Done()
+	defer close(s.ctlEnded)
 	rp := newRecordParser(s.nonce)
 	buf := make([]byte, 512) // records are short; this is held while idle
 	first := true
+	var tail exitTail
 	for {
 		n, err := s.ctlR.Read(buf)
 		if n > 0 {
@@ -44,7 +47,11 @@ func (s *Session) readControl() {
 			if len(noise) > 0 {
 				s.log.Debug().Bytes("noise", s.maskLog(noise)).Msg("shell said")
 			}
+			from := 0
 			for _, r := range recs {
+				tail.keep(s, noise[from:r.at])
+				from = r.at
+				tail.restart(s, r.start)
 				if !r.start && r.valid {
 					s.errexit.Store(r.errexit)
 				}
@@ -63,10 +70,81 @@ func (s *Session) readControl() {
 					s.complete(r.seq, Status{ExitCode: r.status, Cwd: r.cwd})
 				}
 			}
+			tail.keep(s, noise[from:])
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// exitTailNote: dash and zsh undo a command's redirections before they
+// run an EXIT trap as they exit, so what the trap prints (stdout and
+// stderr alike) goes where the shell's own output goes: the control pipe,
+// where it used to be logged as noise and lost. So readControl keeps what
+// the shell writes there after a line's start record (exitTail), and when
+// the shell exits during that line, the line's output ends with it, on
+// stdout (exitOutput): the shell wrote both streams to one pipe, in the
+// order a person's terminal shows them. Lines that name trl's own
+// statements (zsh traces them there under xtrace) are left out. When the
+// line ends with its prompt record instead, what was kept is dropped: it
+// was the shell's own noise, logged.
+
+// maxExitTail bounds what is kept of the shell's writes during one line.
+const maxExitTail = 64 << 10
+
+// exitTail is readControl's side of exitTailNote.
+type exitTail struct{ on, kept bool }
+
+// restart starts keeping at a start record and stops at a prompt record,
+// dropping what was kept.
+func (t *exitTail) restart(s *Session, start bool) {
+	if t.kept {
+		s.ioMu.Lock()
+		s.exitTail = s.exitTail[:0]
+		s.ioMu.Unlock()
+		t.kept = false
+	}
+	t.on = start
+}
+
+// keep keeps noise the shell wrote while a line runs.
+func (t *exitTail) keep(s *Session, noise []byte) {
+	if !t.on || len(noise) == 0 {
+		return
+	}
+	s.ioMu.Lock()
+	if room := maxExitTail - len(s.exitTail); room > 0 {
+		s.exitTail = append(s.exitTail, noise[:min(room, len(noise))]...)
+	}
+	s.ioMu.Unlock()
+	t.kept = true
+}
+
+// exitOutput delivers what the shell wrote to the control pipe after the
+// running line's start record and before it exited (exitTailNote), as
+// the line's stdout, without trl's own trace lines. Called with ioMu held.
+func (s *Session) exitOutput() {
+	if len(s.exitTail) == 0 {
+		return
+	}
+	names, file := []byte(trlName(s.nonce, "")), []byte(s.cmdFile())
+	var out []byte
+	for rest := s.exitTail; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line = rest[:i+1]
+		}
+		rest = rest[len(line):]
+		// trl's own statements, traced: they name its functions, or
+		// (bash) its command file.
+		if !bytes.Contains(line, names) && (!s.dialect.source || !bytes.Contains(line, file)) {
+			out = append(out, line...)
+		}
+	}
+	s.exitTail = nil
+	if len(out) > 0 {
+		s.deliver(Stdout, out)
 	}
 }
 
@@ -261,6 +339,9 @@ func (s *Session) complete(seq int64, st Status) {
 	}
 	s.drain(s.ptmRaw, Stdout)
 	s.drain(s.errRaw, Stderr)
+	if st.Exited && j.started {
+		s.exitOutput()
+	}
 	s.flushHeld() // the command is over: nothing more of a secret comes
 	if j.announced {
 		s.announce(CommandEnd, strconv.AppendInt(nil, int64(st.ExitCode), 10))

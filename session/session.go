@@ -122,6 +122,12 @@ type Session struct {
 	// stray finds the shell's own prompt record on the stderr pipe
 	// (strayRecord). Guarded by ioMu.
 	stray recordParser
+	// exitTail is what the shell wrote to the control pipe since the
+	// running line's start record (exitTailNote). Guarded by ioMu.
+	exitTail []byte
+	// ctlEnded is closed when readControl has read the control pipe to
+	// its end.
+	ctlEnded chan struct{}
 	// typed is what a person typed so far on the line of a password
 	// prompt (WriteTyped).
 	typedMu sync.Mutex

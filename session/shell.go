@@ -453,6 +453,9 @@ type record struct {
 	cwd    string
 	// errexit is set when the shell's options ($-) held e at the prompt.
 	errexit bool
+	// at is where in the noise feed returned with it the record came:
+	// the noise before at came before it.
+	at int
 }
 
 // recordParser finds prompt records in the control pipe's bytes. Anything
@@ -474,12 +477,12 @@ func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
 	for {
 		i := bytes.Index(rp.buf, rp.prefix)
 		if i < 0 {
-			// Keep a tail that could be the start of a prefix.
-			keep := len(rp.prefix) - 1
-			if len(rp.buf) > keep {
-				noise = append(noise, rp.buf[:len(rp.buf)-keep]...)
-				rp.buf = append(rp.buf[:0], rp.buf[len(rp.buf)-keep:]...)
-			}
+			// Keep only a tail that could begin a prefix: the rest is
+			// noise now, not when more bytes come (an EXIT trap's last
+			// words are followed by none).
+			keep := rp.prefixStart(rp.buf)
+			noise = append(noise, rp.buf[:len(rp.buf)-len(keep)]...)
+			rp.buf = append(rp.buf[:0], keep...)
 			return recs, noise
 		}
 		noise = append(noise, rp.buf[:i]...)
@@ -493,14 +496,14 @@ func (rp *recordParser) feed(p []byte) (recs []record, noise []byte) {
 		rp.buf = append(rp.buf[:0], rest[j+len(rp.suffix):]...)
 		if n, ok := strings.CutPrefix(body, "S"); ok {
 			if seq, err := strconv.ParseInt(n, 10, 64); err == nil {
-				recs = append(recs, record{seq: seq, start: true})
+				recs = append(recs, record{seq: seq, start: true, at: len(noise)})
 			}
 			continue
 		}
 		seq, rest2, _ := strings.Cut(body, ":")
 		status, rest3, _ := strings.Cut(rest2, ":")
 		flags, cwd, _ := strings.Cut(rest3, ":")
-		r := record{cwd: cwd, valid: true, errexit: strings.Contains(flags, "e")}
+		r := record{cwd: cwd, valid: true, errexit: strings.Contains(flags, "e"), at: len(noise)}
 		var err error
 		if r.seq, err = strconv.ParseInt(seq, 10, 64); err != nil {
 			r.seq = -2 // matches no command

@@ -120,6 +120,44 @@ func TestNonShellRefusedEarly(t *testing.T) {
 	}
 }
 
+// TestExitTrapOutputIsTheCommands: what an EXIT trap prints as the shell
+// exits with a command is that command's output in every shell (dash and
+// zsh print it once the command's redirections are undone, on trl's
+// control pipe, where it was lost), and none of trl's own statements show
+// in it, with xtrace on too.
+func TestExitTrapOutputIsTheCommands(t *testing.T) {
+	inEachShell(t, func(t *testing.T, s *Session) {
+		out, errOut, st := run2(t, s, "trap 'echo bye; echo err >&2' EXIT; echo before; exit 3")
+		assert.True(t, st.Exited)
+		assert.Equal(t, 3, st.ExitCode)
+		all := out + errOut
+		assert.Contains(t, out, "before\n")
+		assert.Contains(t, all, "bye\n")
+		assert.Contains(t, all, "err\n")
+		assert.NotContains(t, all, "_trl")
+	})
+	inEachShell(t, func(t *testing.T, s *Session) {
+		run2(t, s, `set -x`)
+		out, errOut, st := run2(t, s, "trap 'echo traced-bye' EXIT; exit 4")
+		assert.Equal(t, 4, st.ExitCode)
+		all := out + errOut
+		assert.Contains(t, all, "traced-bye\n")
+		assert.NotContains(t, all, "_trl")
+		assert.NotContains(t, all, "\x1e")
+	})
+	inEachShell(t, func(t *testing.T, s *Session) {
+		if strings.HasSuffix(s.cfg.Shell, "zsh") {
+			// zsh runs an EXIT trap set in a function when the function
+			// returns, and trl's runner is a function (README, zsh).
+			return
+		}
+		run2(t, s, `trap 'echo later-bye' EXIT`)
+		out, _, st := run2(t, s, "exit 5")
+		assert.Equal(t, 5, st.ExitCode)
+		assert.Equal(t, "later-bye\n", out)
+	})
+}
+
 // TestEndCauses: every way a session ends is recorded and shown by Info
 // (issue 9 item 2).
 func TestEndCauses(t *testing.T) {
