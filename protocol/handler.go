@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -241,7 +242,11 @@ func paramsError(err error) *Error {
 		if field == "" {
 			return Errorf(CodeInvalidParams, "params must be an object")
 		}
-		return Errorf(CodeInvalidParams, "params.%s must be %s, got %s", field, typeName(te.Type.Kind().String()), te.Value)
+		kind := te.Type.Kind().String()
+		if hint := integerHint(kind, te); hint != "" {
+			return Errorf(CodeInvalidParams, "params.%s must be an integer%s, got %s", field, hint, te.Value)
+		}
+		return Errorf(CodeInvalidParams, "params.%s must be %s, got %s", field, typeName(kind), te.Value)
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
@@ -313,6 +318,32 @@ func subsequence(a, b string) bool {
 		}
 	}
 	return a == ""
+}
+
+// integerHint says more about a number refused for an integer field when
+// the number is a whole one: it was out of the field's range, or written
+// with an exponent or a fraction (1e15, 2.0), which the decoder refuses
+// for an integer even when its value is one.
+func integerHint(kind string, te *json.UnmarshalTypeError) string {
+	if typeName(kind) != "an integer" {
+		return ""
+	}
+	lit, ok := strings.CutPrefix(te.Value, "number ")
+	if !ok {
+		return ""
+	}
+	v, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(v, 0) || v != math.Trunc(v) {
+		return ""
+	}
+	fits := v >= math.MinInt64 && v < math.MaxInt64
+	if strings.HasPrefix(kind, "uint") {
+		fits = v >= 0 && v < math.MaxUint64
+	}
+	if !fits || !strings.ContainsAny(lit, ".eE") {
+		return " in range (this one is out of range)"
+	}
+	return " written in digits (" + strconv.FormatFloat(v, 'f', -1, 64) + ", not " + lit + ")"
 }
 
 func typeName(kind string) string {
