@@ -56,6 +56,10 @@ type dialect struct {
 	// itself, rather than with the capture appended to _trl<nonce>c,
 	// which the history statement uses as the command's text (zsh).
 	captureRunner bool
+	// topEval, when set, has the line run a command given no env with
+	// eval at the top level rather than in the runner function
+	// (topEvalNote).
+	topEval bool
 	// history, when set, returns the statement, run just before the
 	// command, that puts its text in the shell's history in place of
 	// trl's line (see historyNote).
@@ -292,6 +296,7 @@ var (
 		spareStderr:   true,
 		lang:          syntax.LangBash,
 		captureRunner: true,
+		topEval:       true,
 		history:       func(nonce, _ string) string { return `\builtin print -rs -- "$` + trlName(nonce, "c") + `"; ` },
 		init: func(nonce string) string {
 			h := trlName(nonce, "hh")
@@ -309,6 +314,20 @@ var (
 		},
 	}
 )
+
+// topEvalNote: zsh makes what typeset, declare, local, integer, float
+// and readonly declare, and an EXIT trap, local to the function they run
+// in, so a command run by the runner function lost `typeset -A m` or
+// `integer n=5` as it ended, and its EXIT trap fired then. So zsh runs a
+// command with eval on the line itself, as a person's typed line runs:
+// its declarations and traps outlive it, $0 is the shell's and
+// funcstack is empty. A `return` there ends the line, as at a zsh
+// prompt; the prompt record still comes, with the status. Its messages
+// read as at the prompt too: "zsh: parse error near `fi'", naming no
+// line, where the runner's said "(eval):1: ...". A command
+// given env still goes through the runner: a builtin's prefix
+// assignments reach no process it starts, a function's do (its
+// declarations are then its own, as noted in docs/design.md).
 
 // dialectFor picks the dialect from the shell binary's real name, so
 // /bin/sh is treated as whatever it links to.
@@ -407,9 +426,24 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 		b.WriteString("\\. ")
 		b.WriteString(quote(cmdFile))
 		b.WriteByte(' ')
-	} else if st.capture && d.captureRunner {
+	}
+	inner := d.innerStdout
+	switch {
+	case d.source:
+	case d.topEval && len(c.Env) == 0:
+		// zsh (topEvalNote): eval at the top level. Its DEBUG trap
+		// fires before the eval's redirections apply, as it did before
+		// the runner's.
+		c := `"$` + trlName(nonce, "c") + `"`
+		if st.capture {
+			b.WriteString(`\builtin eval '{ '` + c + `$'\n} >&3 3>&-; '` + quote(statusCapture(nonce)) + " ")
+		} else {
+			b.WriteString(`\builtin eval ` + c + " ")
+			inner = false
+		}
+	case st.capture && d.captureRunner:
 		b.WriteString(trlName(nonce, "rc") + " ")
-	} else {
+	default:
 		b.WriteString(trlName(nonce, "r") + " ")
 	}
 	// fd 5 (the spare stderr pipe, see settle), where there is one, is
@@ -427,7 +461,7 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 	}
 	// stdout is re-pointed at the terminal (fd 3) like stdin and
 	// stderr, so an `exec >/dev/null` in one command ends with it.
-	if d.innerStdout {
+	if inner {
 		b.WriteString(" 2>&4 4>&-") // the runner does >&3 3>&-
 	} else {
 		b.WriteString(" >&3 2>&4 3<&- 4>&-")

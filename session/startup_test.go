@@ -146,11 +146,6 @@ func TestExitTrapOutputIsTheCommands(t *testing.T) {
 		assert.NotContains(t, all, "\x1e")
 	})
 	inEachShell(t, func(t *testing.T, s *Session) {
-		if strings.HasSuffix(s.cfg.Shell, "zsh") {
-			// zsh runs an EXIT trap set in a function when the function
-			// returns, and trl's runner is a function (README, zsh).
-			return
-		}
 		run2(t, s, `trap 'echo later-bye' EXIT`)
 		out, _, st := run2(t, s, "exit 5")
 		assert.Equal(t, 5, st.ExitCode)
@@ -247,4 +242,45 @@ func refusedWithin(t *testing.T, m *Manager, cfg Config, d time.Duration) {
 	case <-time.After(d):
 		t.Fatalf("session.create of %s never ended", cfg.Shell)
 	}
+}
+
+// TestZshDeclarationsPersist: zsh makes typeset, declare, local, integer,
+// float and an EXIT trap local to the function they run in. trl ran every
+// zsh command in a function, so `typeset -A m` or `integer n=5` was gone
+// with the command that made it; a command with env still does (README,
+// zsh). A `return` ends the command as at a zsh prompt, and the session
+// goes on.
+func TestZshDeclarationsPersist(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Skip("zsh is not installed")
+	}
+	s, err := newManager(t).Create(Config{Shell: zsh})
+	require.NoError(t, err)
+	_, errOut, st := run2(t, s, `typeset -A m; m[a]=1; integer n=5; float f=1.5; typeset x=7; declare y=8; local z=9; readonly r=10`)
+	require.Zero(t, st.ExitCode, errOut)
+	out, errOut, st := run2(t, s, `echo ${m[a]} $n $f $x $y $z $r; typeset -p m`)
+	assert.Zero(t, st.ExitCode, errOut)
+	assert.Equal(t, "1 5 1.500000000e+00 7 8 9 10\ntypeset -A m=( [a]=1 )\n", out)
+
+	out, _, st = run2(t, s, `echo $0; print -r -- $funcstack`)
+	assert.Equal(t, zsh+"\n(eval)\n", out, "no trl function runs the command")
+	assert.Zero(t, st.ExitCode)
+
+	for _, text := range []string{"return 5", "echo a; return 5; echo b"} {
+		out, _, st = run2(t, s, text)
+		assert.Equal(t, 5, st.ExitCode, text)
+		assert.NotContains(t, out, "b", text)
+		out, _, st = run2(t, s, "echo next")
+		assert.Equal(t, "next\n", out, "after %q", text)
+		assert.Zero(t, st.ExitCode)
+	}
+
+	run2(t, s, `trap 'echo zsh-bye' EXIT`)
+	out, _, st = run2(t, s, "echo still")
+	assert.Equal(t, "still\n", out, "the EXIT trap waits for the shell's exit")
+	out, _, st = run2(t, s, "exit 6")
+	assert.True(t, st.Exited)
+	assert.Equal(t, 6, st.ExitCode)
+	assert.Equal(t, "zsh-bye\n", out)
 }

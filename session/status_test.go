@@ -193,16 +193,24 @@ func TestLineWithoutErrexit(t *testing.T) {
 }
 
 // TestSyntaxErrorsAsBefore: a text that is a syntax error says so as it
-// did before the status capture, line number included, and one ending in
-// a comment still runs.
+// did before the status capture, line number included (zsh: as at its
+// prompt, with none), and one ending in a comment still runs.
 func TestSyntaxErrorsAsBefore(t *testing.T) {
 	inEachShell(t, func(t *testing.T, s *Session) {
 		for _, text := range []string{"echo a &&", "echo 'abc", "if true; then echo a", "echo a; fi"} {
 			out, errOut, st := run2(t, s, text)
 			want, _ := osexec.Command(s.cfg.Shell, "-c", "eval "+quote(text)).CombinedOutput()
 			wantLine := lastLineNumber(string(want))
-			if strings.HasSuffix(s.cfg.Shell, "bash") {
+			switch {
+			case strings.HasSuffix(s.cfg.Shell, "bash"):
 				wantLine = "" // a one-line command's messages name no line (sourceName)
+			case strings.HasSuffix(s.cfg.Shell, "zsh"):
+				// eval at the top level (topEvalNote): zsh says what it
+				// says at its prompt, "zsh: …" with no line.
+				wantLine = ""
+				if strings.Contains(string(want), "(eval):") {
+					assert.True(t, strings.HasPrefix(errOut, "zsh: "), "%q: %q", text, errOut)
+				}
 			}
 			assert.NotContains(t, errOut, "_trl", "%q", text)
 			assert.Equal(t, wantLine, lastLineNumber(errOut), "%q: %q, as eval says %q", text, errOut, want)
