@@ -63,6 +63,31 @@ func TestSampleStopsAtFirstError(t *testing.T) {
 	assert.Len(t, got, 2, "the two recorded calls before the failing one")
 }
 
+// TestByTurns: each series is warmed up, then the series take turns in
+// rounds, every call recorded in its own series; a failure stops it.
+func TestByTurns(t *testing.T) {
+	var order []string
+	fn := func(name string) func() error {
+		return func() error { order = append(order, name); return nil }
+	}
+	got, err := byTurns(1, 5, 2, fn("a"), fn("b"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "a", "a", "a", "b", "b", "b", "a", "a", "b", "b"}, order,
+		"a warm-up call each, then a round of 3 and a round of 2")
+	require.Len(t, got, 2)
+	assert.Len(t, got[0], 5)
+	assert.Len(t, got[1], 5)
+
+	calls := 0
+	_, err = byTurns(0, 10, 5, fn("a"), func() error {
+		if calls++; calls == 3 {
+			return fmt.Errorf("boom")
+		}
+		return nil
+	})
+	require.EqualError(t, err, "boom")
+}
+
 // fakeDaemon answers each request line with the lines script returns.
 func fakeDaemon(t *testing.T, script func(req map[string]any) []string) string {
 	t.Helper()

@@ -13,7 +13,8 @@ type Latency struct {
 	// go below.
 	ForkExec *Stats `json:"fork_exec,omitempty"`
 	// Shell is a persistent /bin/sh driven over pipes in-process: the
-	// floor of any runtime that keeps a shell per session.
+	// floor of any runtime that keeps a shell per session. It is timed
+	// by turns with the unix socket's ping and exec.run (path).
 	Shell *Stats `json:"shell_pipe,omitempty"`
 	// SessionLine is `true` as trl's command line to a session of
 	// /bin/sh in-process, and InProcess exec.run through a runtime
@@ -72,68 +73,99 @@ func (r *runner) latency() *Latency {
 		s := Summarize(d)
 		return &s
 	}
-	l.Shell = floor("persistent shell floor", shellFloor)
 	l.SessionLine = floor("session line", sessionLine)
 	l.InProcess = floor("exec.run in-process", runtimeInProcess)
 
+	// The persistent-shell floor is timed by turns with the unix
+	// socket's ping and exec.run (byTurns): the goal compares exec.run
+	// with their sum, and on a VM each of the three moves with where the
+	// kernel puts the processes it wakes.
+	sh, err := startShellPipe()
+	if err != nil {
+		l.Error = "persistent shell floor: " + err.Error()
+	}
 	if c, err := r.dial(); err != nil {
 		l.Unix.Error = err.Error()
 	} else {
-		l.Unix = r.path(c, l.ForkExec)
+		l.Unix, l.Shell = r.path(c, l.ForkExec, sh)
 		if l.Unix.ExecRun != nil && l.Shell != nil {
 			l.OverheadP50US = l.Unix.ExecRun.P50US - l.Unix.Ping.P50US - l.Shell.P50US
 		}
 	}
+	if sh != nil {
+		sh.Close()
+	}
 	if c, err := Dial(r.socket, true); err != nil {
 		l.JSONRPC.Error = err.Error()
 	} else {
-		l.JSONRPC = r.path(c, l.ForkExec)
+		l.JSONRPC, _ = r.path(c, l.ForkExec, nil)
 	}
 	if r.httpAddr == "" {
 		l.HTTP.Skipped = r.httpSkip
 	} else {
-		l.HTTP = r.path(NewHTTPClient(r.httpAddr, r.token), l.ForkExec)
+		l.HTTP, _ = r.path(NewHTTPClient(r.httpAddr, r.token), l.ForkExec, nil)
 	}
 	return l
 }
 
-// path measures ping, then exec.run true, on one connection and its own
-// session, and closes c.
-func (r *runner) path(c caller, fork *Stats) Path {
+// latencyRounds is how many turns byTurns takes between the series of
+// one path.
+const latencyRounds = 10
+
+// path measures ping and exec.run true by turns (and the shell floor
+// with them, when sh is not nil) on one connection and its own session,
+// and closes c. It returns the floor's figures too.
+func (r *runner) path(c caller, fork *Stats, sh *shellPipe) (Path, *Stats) {
 	defer c.Close()
 	var out Path
 	id, err := newSession(c)
 	if err != nil {
 		out.Error = "session.create: " + err.Error()
-		return out
+		return out, nil
 	}
 	defer destroySession(c, id)
 	p := r.plan
-	ping, err := sample(p.warm, p.latencyN, func() error { return c.Call("system.ping", nil, nil) })
-	if err != nil {
-		out.Error = "system.ping: " + err.Error()
-		return out
-	}
-	params := execParams{SessionID: id, Command: "true"}
-	run, err := sample(p.warm, p.latencyN, func() error {
-		var res execResult
-		if err := c.Call("exec.run", params, &res); err != nil {
-			return err
-		}
-		if res.ExitCode != 0 {
-			return fmt.Errorf("true exited %d", res.ExitCode)
+	ping := func() error {
+		if err := c.Call("system.ping", nil, nil); err != nil {
+			return fmt.Errorf("system.ping: %w", err)
 		}
 		return nil
-	})
-	if err != nil {
-		out.Error = "exec.run: " + err.Error()
-		return out
 	}
-	ps, rs := Summarize(ping), Summarize(run)
+	params := execParams{SessionID: id, Command: "true"}
+	run := func() error {
+		var res execResult
+		if err := c.Call("exec.run", params, &res); err != nil {
+			return fmt.Errorf("exec.run: %w", err)
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("exec.run: true exited %d", res.ExitCode)
+		}
+		return nil
+	}
+	fns := []func() error{ping, run}
+	if sh != nil {
+		fns = append(fns, func() error {
+			if err := sh.once(); err != nil {
+				return fmt.Errorf("persistent shell floor: %w", err)
+			}
+			return nil
+		})
+	}
+	series, err := byTurns(p.warm, p.latencyN, latencyRounds, fns...)
+	if err != nil {
+		out.Error = err.Error()
+		return out, nil
+	}
+	var floor *Stats
+	if sh != nil {
+		fs := Summarize(series[2])
+		floor = &fs
+	}
+	ps, rs := Summarize(series[0]), Summarize(series[1])
 	out.Ping, out.ExecRun = &ps, &rs
 	out.ExecOverPing = ratio(rs.P50US, ps.P50US)
 	if fork != nil {
 		out.ExecOverFork = ratio(rs.P50US, fork.P50US)
 	}
-	return out
+	return out, floor
 }

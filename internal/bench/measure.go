@@ -71,6 +71,44 @@ func sample(warm, n int, fn func() error) ([]time.Duration, error) {
 	return out, nil
 }
 
+// byTurns times several calls in rounds: warm unrecorded calls of each,
+// then rounds of n/rounds recorded calls of each in turn, so that every
+// series sees the same moments of the machine (a figure that moves with
+// the host, such as which CPU a woken process lands on, moves all of them
+// alike). It returns one series per fn, and stops at the first error.
+func byTurns(warm, n, rounds int, fns ...func() error) ([][]time.Duration, error) {
+	out := make([][]time.Duration, len(fns))
+	for i, fn := range fns {
+		for range warm {
+			if err := fn(); err != nil {
+				return out, err
+			}
+		}
+		out[i] = make([]time.Duration, 0, n)
+	}
+	rounds = max(1, min(rounds, n))
+	for r := range rounds {
+		per := n/rounds + boolInt(r < n%rounds)
+		for i, fn := range fns {
+			for range per {
+				t := time.Now()
+				if err := fn(); err != nil {
+					return out, err
+				}
+				out[i] = append(out[i], time.Since(t))
+			}
+		}
+	}
+	return out, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // ratio is a/b rounded to two decimals, or 0 when b is 0.
 func ratio(a, b float64) float64 {
 	if b == 0 {
