@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trl-project/trl/internal/rawio"
 )
 
 // Every session ends with a recorded cause (a context.WithCancelCause
@@ -126,7 +128,7 @@ const minNoFile = 64
 // Called with mu held (one prlimit when all is well).
 func (s *Session) checkLimits() error {
 	var lim unix.Rlimit
-	if err := unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &lim); err != nil || lim.Cur >= minNoFile || lim.Cur >= s.noFile.Cur {
+	if err := rawio.GetRlimit(s.pid, unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur >= minNoFile || lim.Cur >= s.noFile.Cur {
 		return nil
 	}
 	if lim.Cur < lineFDs {

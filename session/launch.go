@@ -204,6 +204,7 @@ func (s *Session) launch(baseEnv []string, subreaper bool) (err error) {
 	// From here on, Close releases what we hold. The daemon keeps its own
 	// copy of the slave side (see restoreTerminal).
 	s.ptm, s.pts, s.cmdW, s.ctlR, s.errR = ptm, pts, cmdW, ctlR, errR
+	s.cmdRaw, _ = cmdW.SyscallConn() // nil: writeLine writes the ordinary way
 	fail := func(e error) error {
 		s.closeFiles()
 		return e

@@ -14,6 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/trl-project/trl/internal/rawio"
 )
 
 // notRunExitCode is the status of a command the shell did not run (126:
@@ -25,12 +27,18 @@ const notRunExitCode = 126
 func (s *Session) readControl() {
 	defer s.readers.Done()
 	defer close(s.ctlEnded)
+	rc, err := s.ctlR.SyscallConn()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("read the control pipe")
+		return
+	}
+	ctl := rawio.NewConn(rc) // raw calls on the poller (rawio)
 	rp := newRecordParser(s.nonce)
 	buf := make([]byte, 512) // records are short; this is held while idle
 	first := true
 	var tail exitTail
 	for {
-		n, err := s.ctlR.Read(buf)
+		n, err := ctl.Read(buf)
 		if n > 0 {
 			recs, noise := rp.feed(buf[:n])
 			// Publish the end records of this batch before acting on any
@@ -163,7 +171,7 @@ func (s *Session) pump(rc syscall.RawConn, stream Stream) {
 			bp := readBufs.Get().(*[]byte)
 			defer readBufs.Put(bp)
 			buf := *bp
-			n, e := unix.Read(int(fd), buf)
+			n, e := rawio.Read(int(fd), buf)
 			if e == unix.EAGAIN || e == unix.EINTR {
 				return false
 			}
@@ -172,7 +180,7 @@ func (s *Session) pump(rc syscall.RawConn, stream Stream) {
 				// fast writer costs one hand-over per buffer rather than
 				// per 4 KiB terminal read.
 				for n < len(buf) {
-					m, e := unix.Read(int(fd), buf[n:])
+					m, e := rawio.Read(int(fd), buf[n:])
 					if m <= 0 || e != nil {
 						break
 					}
@@ -278,7 +286,7 @@ func (s *Session) drain(rc syscall.RawConn, stream Stream) (total int) {
 	buf := *bp
 	rc.Control(func(fd uintptr) {
 		for {
-			n, err := unix.Read(int(fd), buf)
+			n, err := rawio.Read(int(fd), buf)
 			if n > 0 {
 				s.deliver(stream, buf[:n])
 				total += n

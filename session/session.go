@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/trl-project/trl/internal/callbacks"
+	"github.com/trl-project/trl/internal/rawio"
 	"github.com/trl-project/trl/internal/termwait"
 	"github.com/trl-project/trl/screen"
 	"golang.org/x/sys/unix"
@@ -43,6 +44,8 @@ type Session struct {
 	pid  int      // the shell's pid, kept apart: Release clears proc.Pid
 	ptm  *os.File // PTY master: stdout of commands
 	cmdW *os.File // the daemon's end of the command channel (the shell's fd 0; shellChannel)
+	// cmdRaw is cmdW's RawConn, for writeLine's raw send.
+	cmdRaw syscall.RawConn
 	// cmdMu is held while a line is written to cmdW (writeLine): lines go
 	// whole and in order, the set-up line first.
 	cmdMu  sync.Mutex
@@ -377,10 +380,25 @@ func (s *Session) Start(c Command, sink Sink) (*Line, error) {
 
 // writeLine writes one line to the shell's command channel, whole and in
 // turn: a line longer than the channel's buffer is written in parts, which
-// another writer's must not split.
+// another writer's must not split. What the channel takes at once goes
+// with one raw send (rawio); the rest, if any, with the blocking write,
+// which the runtime knows may wait.
 func (s *Session) writeLine(line []byte) error {
 	s.cmdMu.Lock()
 	defer s.cmdMu.Unlock()
+	if s.cmdRaw != nil {
+		var n int
+		var err error
+		if cerr := s.cmdRaw.Control(func(fd uintptr) { n, err = rawio.SendNoWait(int(fd), line) }); cerr != nil {
+			return cerr
+		}
+		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
+			return err
+		}
+		if line = line[n:]; len(line) == 0 {
+			return nil
+		}
+	}
 	_, err := s.cmdW.Write(line)
 	return err
 }

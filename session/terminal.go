@@ -3,8 +3,11 @@ package session
 import (
 	"fmt"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trl-project/trl/internal/rawio"
 )
 
 // Terminal hygiene (SPEC §9): the modes and window size trl gives the
@@ -113,7 +116,8 @@ func (s *Session) restoreTerminal() {
 		// Read before writing: the modes and size are almost always
 		// still the session's, and reading them is cheaper than setting
 		// them (TCSETS takes the line discipline's locks).
-		if cur, e := unix.IoctlGetTermios(int(fd), unix.TCGETS); e != nil || *cur != m.termios {
+		var cur unix.Termios
+		if e := rawio.IoctlPtr(int(fd), unix.TCGETS, unsafe.Pointer(&cur)); e != nil || cur != m.termios {
 			if e := unix.IoctlSetTermios(int(fd), unix.TCSETS, &m.termios); e != nil {
 				ioErr = e
 				return
@@ -122,7 +126,8 @@ func (s *Session) restoreTerminal() {
 		// The size is the session's current one (session.resize
 		// changes it), not the launch one.
 		want := unix.Winsize{Row: uint16(s.cfg.Rows), Col: uint16(s.cfg.Cols)}
-		if cur, e := unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ); e != nil || *cur != want {
+		var size unix.Winsize
+		if e := rawio.IoctlPtr(int(fd), unix.TIOCGWINSZ, unsafe.Pointer(&size)); e != nil || size != want {
 			ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &want)
 		}
 	})
@@ -141,7 +146,7 @@ func (s *Session) restoreTerminal() {
 		}
 		err = s.ptsRaw.Control(func(fd uintptr) {
 			for _, op := range ops {
-				if ioErr = unix.IoctlSetInt(int(fd), uint(op.req), op.arg); ioErr != nil {
+				if ioErr = rawio.IoctlInt(int(fd), uint(op.req), op.arg); ioErr != nil {
 					return
 				}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/trl-project/trl/internal/rawio"
 	"github.com/trl-project/trl/metrics"
 	"github.com/trl-project/trl/protocol"
 )
@@ -82,12 +83,21 @@ var (
 // read side, or a failed read or write, cancels what is in flight. Other
 // connections (net.Pipe in tests) cannot tell the two apart: for them end
 // of input means gone.
+//
+// A unix connection is read and written with raw system calls on the
+// poller (rawio.Conn), as every call of a command's round trip is.
 func ServeConn(ctx context.Context, rw io.ReadWriteCloser, h protocol.Handler, opts ConnOptions) {
 	var hangup hangupFunc
+	var r io.Reader = rw
+	var w io.Writer = rw
 	if uc, ok := rw.(*net.UnixConn); ok {
 		hangup = func() (<-chan struct{}, func(), bool) { return watchHangup(uc) }
+		if rc, err := uc.SyscallConn(); err == nil {
+			raw := rawio.NewConn(rc)
+			r, w = raw, raw
+		}
 	}
-	_ = serve(ctx, rw, rw, rw.Close, hangup, h, opts)
+	_ = serve(ctx, r, w, rw.Close, hangup, h, opts)
 }
 
 // hangupFunc starts watching whether a half-closed connection's peer is

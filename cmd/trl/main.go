@@ -15,12 +15,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/rs/zerolog"
+	"github.com/trl-project/trl/internal/rawio"
 	"github.com/trl-project/trl/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -99,7 +99,9 @@ func newLogger(level string) (zerolog.Logger, error) {
 	if err != nil || level == "" {
 		return zerolog.Logger{}, fmt.Errorf("--log-level must be one of trace, debug, info, warn, error; got %q", level)
 	}
-	var w io.Writer = os.Stderr
+	// Every command writes an audit line: to a pipe or socket it goes
+	// with a raw call that never waits (rawio.Writer).
+	w := rawio.NewWriter(os.Stderr)
 	if isTerminal(os.Stderr) {
 		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000"}
 	}
