@@ -207,11 +207,19 @@ func (w *Writer) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	var n int
 	var err error
-	if cerr := w.rc.Control(func(fd uintptr) { n, err = WriteNoWait(int(fd), p) }); cerr != nil {
-		return 0, cerr
-	}
-	if err == nil && n == len(p) {
-		return n, nil
+	if w.rc != nil {
+		if cerr := w.rc.Control(func(fd uintptr) { n, err = WriteNoWait(int(fd), p) }); cerr != nil {
+			return 0, cerr
+		}
+		if err == nil && n == len(p) {
+			return n, nil
+		}
+		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
+			// A device that cannot be asked (EOPNOTSUPP), a kernel
+			// without pwritev2: the ordinary way from now on, which
+			// also says what went wrong.
+			w.rc = nil
+		}
 	}
 	m, err := w.f.Write(p[n:])
 	return n + m, err
