@@ -277,7 +277,9 @@ func TestDeeplyNestedLine(t *testing.T) {
 		d := p.Evaluate(Input{Line: line})
 		assert.Equal(t, Deny, d.Action, name)
 		assert.Less(t, len(d.Reason), 200, name)
-		assert.Less(t, time.Since(start), 5*time.Second, name)
+		// Each takes about 1 s under -race alone; 5 s was passed once in
+		// a loaded full run. The bound is there for a blow-up (minutes).
+		assert.Less(t, time.Since(start), 15*time.Second, name)
 	}
 	line := strings.Repeat("echo $(", 50) + "rm -rf /x" + strings.Repeat(")", 50)
 	d := p.Evaluate(Input{Line: line})
