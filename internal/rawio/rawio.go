@@ -27,23 +27,17 @@ import (
 )
 
 // Read reads fd once. fd must be non-blocking: EAGAIN is returned as such.
-func Read(fd int, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
-}
+func Read(fd int, p []byte) (int, error) { return transfer(unix.SYS_READ, fd, p) }
 
 // write writes fd once. fd must be non-blocking.
-func write(fd int, p []byte) (int, error) {
+func write(fd int, p []byte) (int, error) { return transfer(unix.SYS_WRITE, fd, p) }
+
+// transfer is read(2) or write(2) (trap) of p on fd.
+func transfer(trap uintptr, fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	n, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
