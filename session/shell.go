@@ -285,7 +285,10 @@ var (
 	// (one a carried state may define) does not replace it.
 	// zsh: the record's cwd is ${PWD} (PROMPT_SUBST, with '%' doubled),
 	// not %d, which shows control characters as ^X. The epilogue puts
-	// back the prompt options a command may have changed.
+	// back the prompt options a command may have changed, turning
+	// LOCAL_OPTIONS off first: a command runs at the top level
+	// (topEvalNote), where `setopt localoptions` would otherwise undo
+	// them as the epilogue function returns.
 	zshShell = dialect{
 		name:          "zsh",
 		args:          []string{"-f", "-i", "-s", "--nozle", "--nopromptsp", "--nopromptcr", "--histignorespace"},
@@ -308,7 +311,7 @@ var (
 			c := `"$` + trlName(nonce, "c") + `"`
 			return " " + common(nonce) + trlName(nonce, "r") + `() { \builtin eval ` + c + ` >&3 3>&-; }; ` +
 				trlName(nonce, "rc") + `() { \builtin eval '{ '` + c + `$'\n} >&3 3>&-; '` + quote(statusCapture(nonce)) + `; }; ` + `unsetopt CHECK_JOBS CHECK_RUNNING_JOBS; RPS1=''; RPS2=''; psvar=(0); ` +
-				trlName(nonce, "f") + `() { \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
+				trlName(nonce, "f") + `() { \builtin unsetopt LOCAL_OPTIONS; \builtin setopt PROMPT_PERCENT PROMPT_SUBST; \builtin unsetopt PROMPT_BANG; \builtin return "$1"; }; ` +
 				trlName(nonce, "f") + ` 0; ` + h + `() { \builtin emulate -L zsh; ! [[ $1 == psvar=\(* ]] }; zshaddhistory_functions+=(` + h + `); \builtin unsetopt HIST_IGNORE_SPACE; ` +
 				promptRecord(nonce, `%1v`, `${PWD//\%/%%}`) + `; typeset -r PS1`
 		},
@@ -322,7 +325,11 @@ var (
 // command with eval on the line itself, as a person's typed line runs:
 // its declarations and traps outlive it, $0 is the shell's and
 // funcstack is empty. A `return` there ends the line, as at a zsh
-// prompt; the prompt record still comes, with the status. Its messages
+// prompt; the prompt record still comes, with the status, but the
+// epilogue after the command does not run: a command that both turns
+// PROMPT_SUBST off and returns gets status -1 (its record unexpanded),
+// and the next command's epilogue puts the option back, as it did
+// before for a command under ERR_RETURN. Its messages
 // read as at the prompt too: "zsh: parse error near `fi'", naming no
 // line, where the runner's said "(eval):1: ...". A command
 // given env still goes through the runner: a builtin's prefix

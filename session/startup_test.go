@@ -276,6 +276,18 @@ func TestZshDeclarationsPersist(t *testing.T) {
 		assert.Zero(t, st.ExitCode)
 	}
 
+	// LOCAL_OPTIONS set at the top level would undo, as trl's epilogue
+	// function returned, the prompt options it puts back: every later
+	// record unexpanded (status -1, the cwd "$-:${PWD…}").
+	for _, text := range []string{"setopt localoptions", "unsetopt prompt_subst", "cd /usr"} {
+		_, errOut, st = run2(t, s, text)
+		assert.Zero(t, st.ExitCode, "%s: %s", text, errOut)
+	}
+	out, _, st = run2(t, s, "echo hi; false")
+	assert.Equal(t, "hi\n", out)
+	assert.Equal(t, 1, st.ExitCode)
+	assert.Equal(t, "/usr", st.Cwd)
+
 	run2(t, s, `trap 'echo zsh-bye' EXIT`)
 	out, _, st = run2(t, s, "echo still")
 	assert.Equal(t, "still\n", out, "the EXIT trap waits for the shell's exit")
