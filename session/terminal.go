@@ -140,13 +140,18 @@ func (s *Session) restoreTerminal() {
 		// discard, and no ^S can have stopped output; a program's
 		// tcflow(TCOOFF) is undone by TCOON alone. That saves two of
 		// these ioctls on most commands.
+		// The lone TCOON goes raw (rawio); after input, the flush and the
+		// pair go the ordinary way (a flush may wait for the terminal's
+		// line discipline).
 		ops := []struct{ req, arg int }{{unix.TCXONC, unix.TCOON}}
+		ioctl := rawio.IoctlInt
 		if s.wroteInput.Swap(false) {
 			ops = []struct{ req, arg int }{{unix.TCFLSH, unix.TCIFLUSH}, {unix.TCXONC, unix.TCOOFF}, {unix.TCXONC, unix.TCOON}}
+			ioctl = func(fd int, req uint, v int) error { return unix.IoctlSetInt(fd, req, v) }
 		}
 		err = s.ptsRaw.Control(func(fd uintptr) {
 			for _, op := range ops {
-				if ioErr = rawio.IoctlInt(int(fd), uint(op.req), op.arg); ioErr != nil {
+				if ioErr = ioctl(int(fd), uint(op.req), op.arg); ioErr != nil {
 					return
 				}
 			}

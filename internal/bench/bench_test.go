@@ -259,7 +259,10 @@ func TestRawPTY(t *testing.T) {
 }
 
 func TestShellFloor(t *testing.T) {
-	got, err := shellFloor(2, 20)
+	f, err := startShellPipe()
+	require.NoError(t, err)
+	defer f.Close()
+	got, err := sample(2, 20, f.once)
 	require.NoError(t, err)
 	assert.Len(t, got, 20)
 }

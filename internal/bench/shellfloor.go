@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
-	"time"
 
 	"github.com/creack/pty"
 )
@@ -86,14 +85,4 @@ func (f *shellPipe) Close() {
 	f.sh.Wait()
 	f.doneR.Close()
 	f.ptm.Close()
-}
-
-// shellFloor times warm+n round trips of a fresh floor shell.
-func shellFloor(warm, n int) ([]time.Duration, error) {
-	f, err := startShellPipe()
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return sample(warm, n, f.once)
 }

@@ -1,19 +1,31 @@
 // Package rawio makes the system calls of a command's round trip without
 // telling Go's scheduler: a read of the client's request, the line written
-// to the shell, the shell's records, the answer. Only calls that cannot
-// block are made this way: on a descriptor that is non-blocking, or with a
-// flag that makes the one call so (MSG_DONTWAIT, RWF_NOWAIT), or that never
-// sleeps (an ioctl reading a terminal's modes).
+// to the shell, the shell's records, the answer. Only calls that wait for
+// no other process are made this way: on a descriptor that is
+// non-blocking, or with a flag that makes the one call so (MSG_DONTWAIT,
+// RWF_NOWAIT), or an ioctl that reads a terminal's modes or restarts its
+// output.
+//
+// Two kinds may still sleep briefly inside the kernel, for kernel work
+// already under way, never for a process: a read of a PTY master that
+// finds nothing first waits for the terminal's worker to pass on output
+// already written (n_tty_read flushes it before it answers EAGAIN, which
+// is what makes a drain complete), and a terminal ioctl takes the line
+// discipline's and the modes' locks, which another holds only while it
+// changes them. Their callers accept that.
 //
 // Why: every ordinary system call (syscall.Syscall) first tells the
 // scheduler it may block, and when the whole daemon was idle, as it is
 // while a shell runs a command, that wakes the runtime's monitor thread
 // (sysmon) out of its deep sleep, which then polls every 20 µs until it
 // sees the daemon idle again. On a small VM whose idle vCPUs halt, each of
-// those wake-ups takes a CPU the shell or the client needed: with every
-// call of the round trip made raw, `exec.run true` took 30–40 µs less
-// (BENCHMARKS.md). A raw call holds its thread and P for its length, which
-// is why a call that may block must never be made here.
+// those wake-ups takes a CPU the shell or the client needed: with the
+// round trip's calls made raw, `exec.run true` took 10–25 µs less in `trl
+// bench`, 30–40 µs less for a plain client of a daemon writing no audit
+// line (BENCHMARKS.md, ninth session). A raw call holds its thread and P for its length (and
+// a garbage collection's stop waits for it), which is why a call that may
+// wait for a process must never be made here. The race detector is told
+// of each read and write as package syscall tells it (race.go).
 package rawio
 
 import (
@@ -37,9 +49,15 @@ func transfer(trap uintptr, fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if trap == unix.SYS_WRITE {
+		raceWrote(p)
+	}
 	n, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
+	}
+	if trap == unix.SYS_READ {
+		raceRead(p[:n])
 	}
 	return int(n), nil
 }
@@ -51,6 +69,7 @@ func SendNoWait(fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	raceWrote(p)
 	n, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)),
 		unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
 	if e != 0 {
@@ -67,11 +86,14 @@ func WriteNoWait(fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	raceWrote(p)
 	iov := unix.Iovec{Base: &p[0]}
 	iov.SetLen(len(p))
-	off := int64(-1) // the file's own offset, as write(2); 64-bit: no high half
+	// The file's own offset, as write(2): -1, in the two halves the
+	// call takes (a 64-bit kernel reads it from the low one alone).
+	off := int64(-1)
 	n, _, e := unix.RawSyscall6(unix.SYS_PWRITEV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1,
-		uintptr(off), 0, unix.RWF_NOWAIT)
+		uintptr(off), uintptr(off>>32), unix.RWF_NOWAIT)
 	if e != 0 {
 		return 0, e
 	}
