@@ -324,15 +324,17 @@ var (
 // `integer n=5` as it ended, and its EXIT trap fired then. So zsh runs a
 // command with eval on the line itself, as a person's typed line runs:
 // its declarations and traps outlive it, $0 is the shell's and
-// funcstack is empty. A `return` there ends the line, as at a zsh
-// prompt; the prompt record still comes, with the status, but the
-// epilogue after the command does not run: a command that both turns
-// PROMPT_SUBST off and returns gets status -1 (its record unexpanded),
-// and the next command's epilogue puts the option back, as it did
-// before for a command under ERR_RETURN. Its messages
-// read as at the prompt too: "zsh: parse error near `fi'", naming no
-// line, where the runner's said "(eval):1: ...". A command
-// given env still goes through the runner: a builtin's prefix
+// funcstack is empty. Its messages read as at the prompt too: "zsh:
+// parse error near `fi'", naming no line, where the runner's said
+// "(eval):1: ...".
+//
+// A `return` there ends the line, as at a zsh prompt; the prompt record
+// still comes, with the status, but the epilogue after the command does
+// not run: a command that both turns PROMPT_SUBST off and returns gets
+// status -1 (its record unexpanded), and the next command's epilogue
+// puts the option back, as it did before for a command under ERR_RETURN.
+//
+// A command given env still goes through the runner: a builtin's prefix
 // assignments reach no process it starts, a function's do (its
 // declarations are then its own, as noted in docs/design.md).
 
@@ -441,11 +443,11 @@ func (d dialect) commandLine(nonce string, seq int64, c Command, cmdFile, stdinP
 		// zsh (topEvalNote): eval at the top level. Its DEBUG trap
 		// fires before the eval's redirections apply, as it did before
 		// the runner's.
-		c := `"$` + trlName(nonce, "c") + `"`
+		text := `"$` + trlName(nonce, "c") + `"`
 		if st.capture {
-			b.WriteString(`\builtin eval '{ '` + c + `$'\n} >&3 3>&-; '` + quote(statusCapture(nonce)) + " ")
+			b.WriteString(`\builtin eval '{ '` + text + `$'\n} >&3 3>&-; '` + quote(statusCapture(nonce)) + " ")
 		} else {
-			b.WriteString(`\builtin eval ` + c + " ")
+			b.WriteString(`\builtin eval ` + text + " ")
 			inner = false
 		}
 	case st.capture && d.captureRunner:

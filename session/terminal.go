@@ -147,7 +147,7 @@ func (s *Session) restoreTerminal() {
 		ioctl := rawio.IoctlInt
 		if s.wroteInput.Swap(false) {
 			ops = []struct{ req, arg int }{{unix.TCFLSH, unix.TCIFLUSH}, {unix.TCXONC, unix.TCOOFF}, {unix.TCXONC, unix.TCOON}}
-			ioctl = func(fd int, req uint, v int) error { return unix.IoctlSetInt(fd, req, v) }
+			ioctl = unix.IoctlSetInt
 		}
 		err = s.ptsRaw.Control(func(fd uintptr) {
 			for _, op := range ops {

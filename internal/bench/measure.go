@@ -88,7 +88,10 @@ func byTurns(warm, n, rounds int, fns ...func() error) ([][]time.Duration, error
 	}
 	rounds = max(1, min(rounds, n))
 	for r := range rounds {
-		per := n/rounds + boolInt(r < n%rounds)
+		per := n / rounds
+		if r < n%rounds {
+			per++
+		}
 		for i, fn := range fns {
 			for range per {
 				t := time.Now()
@@ -100,13 +103,6 @@ func byTurns(warm, n, rounds int, fns ...func() error) ([][]time.Duration, error
 		}
 	}
 	return out, nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // ratio is a/b rounded to two decimals, or 0 when b is 0.

@@ -22,9 +22,9 @@
 // those wake-ups takes a CPU the shell or the client needed: with the
 // round trip's calls made raw, `exec.run true` took 10–25 µs less in `trl
 // bench`, 30–40 µs less for a plain client of a daemon writing no audit
-// line (BENCHMARKS.md, ninth session). A raw call holds its thread and P for its length (and
-// a garbage collection's stop waits for it), which is why a call that may
-// wait for a process must never be made here. The race detector is told
+// line (BENCHMARKS.md, ninth session). A raw call holds its thread and P
+// for its length (and a garbage collection's stop waits for it), which is
+// why a call that may wait for a process must never be made here. The race detector is told
 // of each read and write as package syscall tells it (race.go).
 package rawio
 
@@ -39,25 +39,26 @@ import (
 )
 
 // Read reads fd once. fd must be non-blocking: EAGAIN is returned as such.
-func Read(fd int, p []byte) (int, error) { return transfer(unix.SYS_READ, fd, p) }
+func Read(fd int, p []byte) (int, error) {
+	n, err := transfer(unix.SYS_READ, fd, p)
+	raceRead(p[:n])
+	return n, err
+}
 
 // write writes fd once. fd must be non-blocking.
-func write(fd int, p []byte) (int, error) { return transfer(unix.SYS_WRITE, fd, p) }
+func write(fd int, p []byte) (int, error) {
+	raceWrote(p)
+	return transfer(unix.SYS_WRITE, fd, p)
+}
 
 // transfer is read(2) or write(2) (trap) of p on fd.
 func transfer(trap uintptr, fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if trap == unix.SYS_WRITE {
-		raceWrote(p)
-	}
 	n, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
-	}
-	if trap == unix.SYS_READ {
-		raceRead(p[:n])
 	}
 	return int(n), nil
 }
@@ -100,8 +101,8 @@ func WriteNoWait(fd int, p []byte) (int, error) {
 	return int(n), nil
 }
 
-// IoctlPtr is ioctl(fd, req, arg) for a request that never sleeps (one
-// that reads or sets a terminal's modes, size or flow).
+// IoctlPtr is ioctl(fd, req, arg) for a request that waits for no process
+// (one that reads a terminal's modes or size; see the package doc).
 func IoctlPtr(fd int, req uint, arg unsafe.Pointer) error {
 	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(arg)); e != 0 {
 		return e
@@ -109,7 +110,8 @@ func IoctlPtr(fd int, req uint, arg unsafe.Pointer) error {
 	return nil
 }
 
-// IoctlInt is ioctl(fd, req, v) for a request that never sleeps.
+// IoctlInt is ioctl(fd, req, v) for a request that waits for no process
+// (one that restarts a terminal's output).
 func IoctlInt(fd int, req uint, v int) error {
 	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(v)); e != 0 {
 		return e
